@@ -1,0 +1,43 @@
+# Copyright (c) executorch-device-guard authors.
+# All rights reserved.
+#
+# This source code is licensed under the BSD-style license found in the
+# LICENSE file in the root directory of this source tree.
+
+"""python -m executorch_device_guard: the guard's status, then the self-check in child processes."""
+
+import importlib
+import sys
+
+from . import __version__, status
+from ._hook import ENV_VAR, SITES
+from ._selfcheck import CASES, CUDA_CASES, run_cases
+
+
+def main() -> int:
+    import torch
+
+    for module in sorted({module for module, _, _ in SITES}):
+        try:
+            importlib.import_module(module)
+        except ImportError as e:  # a backend this ExecuTorch build lacks
+            print(f"not importable: {module} ({e})")
+    state = status()
+    print(f"executorch-device-guard {__version__}: installed={state.installed} ({ENV_VAR}=0 turns it off)")
+    print(f"executorch {state.executorch_version}, torch {torch.__version__}, CUDA available: {torch.cuda.is_available()}")
+    for site in state.patched:
+        print(f"  guarded  {site}")
+    for site, reason in state.skipped.items():
+        print(f"  SKIPPED  {site}: {reason}")
+
+    cases = CASES + (CUDA_CASES if torch.cuda.is_available() else ())
+    print(f"self-check ({len(cases)} child processes):")
+    failures = 0
+    for case, failure in run_cases(cases):
+        failures += failure is not None
+        print(f"  {'ok  ' if failure is None else 'FAIL'} {case.name}" + (f"\n{failure}" if failure else ""))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+# Copyright (c) executorch-device-guard authors.
+# All rights reserved.
+#
+# This source code is licensed under the BSD-style license found in the
+# LICENSE file in the root directory of this source tree.
+
+"""Wires the device guard into ExecuTorch lazily, from the startup .pth line.
+
+Runs at every interpreter start, so it imports nothing beyond sys and os: a meta path finder waits
+for the first import of a guarded ExecuTorch module and patches it right after the module executes
+(after virtualenv's _virtualenv.py finder). torch and executorch are imported by the user's code,
+never by this module.
+"""
+
+import os
+import sys
+from typing import Dict, List, NamedTuple, Optional, Tuple
+
+ENV_VAR = "EXECUTORCH_DEVICE_GUARD"
+
+# Every place where ExecuTorch reads tensor bytes on the host: (module, attribute, function in
+# _sites that wraps it). Adding a site is one row here and one function in _sites.
+SITES: Tuple[Tuple[str, str, str], ...] = (
+    ("executorch.exir.emit._emitter", "_Emitter._tensor_spec_to_evalue", "emitter_constant"),
+    ("executorch.exir.emit._emitter", "_Emitter._emit_prim_getters", "emitter_constant_methods"),
+    ("executorch.devtools.bundled_program.core", "BundledProgram._emit_bundled_tensor", "bundled_tensor"),
+    ("executorch.exir._serialize._named_data_store", "NamedDataStore.add_named_data", "named_data"),
+    ("executorch.backends.xnnpack.operators.node_visitor", "get_param_tensor", "xnnpack_constant"),
+    ("executorch.backends.xnnpack.operators.node_visitor", "NodeVisitor.get_quant_params", "xnnpack_quant_scales"),
+    ("executorch.backends.vulkan.serialization.vulkan_graph_builder", "VkGraphBuilder.get_param_tensor", "vulkan_constant"),
+)
+_MODULES = frozenset(module for module, _, _ in SITES)
+
+
+class _Finder:
+    """Meta path finder that patches a guarded module right after its loader executes it."""
+
+    def __init__(self) -> None:
+        # Names being looked up through the other finders; importlib's per-module lock makes this
+        # re-entrancy guard safe across threads.
+        self._finding: set = set()
+
+    def find_spec(self, fullname: str, path: object, target: object = None) -> object:
+        if fullname not in _MODULES or fullname in self._finding:
+            return None
+        import functools
+        import importlib.util
+
+        self._finding.add(fullname)
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self._finding.discard(fullname)
+        exec_module = getattr(spec and spec.loader, "exec_module", None)
+        if exec_module is None or getattr(exec_module, "func", None) is _exec_and_patch:
+            return spec
+        try:
+            spec.loader.exec_module = functools.partial(_exec_and_patch, exec_module)
+        except AttributeError:  # a loader with read-only attributes: leave the module alone
+            pass
+        return spec
+
+
+def _exec_and_patch(exec_module: object, module: object) -> None:
+    exec_module(module)  # type: ignore[operator]
+    from . import _patch
+
+    _patch.patch_module(module)
+
+
+def _finder() -> Optional[_Finder]:
+    return next((f for f in sys.meta_path if isinstance(f, _Finder)), None)
+
+
+def startup() -> None:
+    """Called by the .pth line at interpreter start: install unless EXECUTORCH_DEVICE_GUARD=0."""
+    if os.environ.get(ENV_VAR, "1") != "0":
+        install()
+
+
+def install() -> None:
+    """Guards the ExecuTorch modules imported from now on and those already imported. Idempotent."""
+    if _finder() is None:
+        sys.meta_path.insert(0, _Finder())
+    loaded = [sys.modules[name] for name in sorted(_MODULES) if name in sys.modules]
+    if loaded:
+        from . import _patch
+
+        for module in loaded:
+            _patch.patch_module(module)
+
+
+def uninstall() -> None:
+    """Removes the finder and restores every patched ExecuTorch function."""
+    finder = _finder()
+    if finder is not None:
+        sys.meta_path.remove(finder)
+    if "executorch_device_guard._patch" in sys.modules:
+        from . import _patch
+
+        _patch.restore_all()
+
+
+class Status(NamedTuple):
+    """Whether the guard is installed, on which ExecuTorch, and which sites it has patched so far."""
+
+    installed: bool
+    executorch_version: Optional[str]
+    patched: List[str]
+    skipped: Dict[str, str]
+
+
+def status() -> Status:
+    """Reports the guard's state without importing torch or executorch."""
+    from importlib import metadata
+
+    try:
+        version: Optional[str] = metadata.version("executorch")
+    except metadata.PackageNotFoundError:
+        version = None
+    patch = sys.modules.get("executorch_device_guard._patch")
+    patched = sorted(patch.PATCHED) if patch else []
+    skipped = dict(patch.SKIPPED) if patch else {}
+    return Status(_finder() is not None, version, patched, skipped)

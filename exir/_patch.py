@@ -1,0 +1,80 @@
+# Copyright (c) executorch-device-guard authors.
+# All rights reserved.
+#
+# This source code is licensed under the BSD-style license found in the
+# LICENSE file in the root directory of this source tree.
+
+"""Wraps the functions that _hook.SITES names, or leaves them alone with one warning.
+
+A site is wrapped only if its function is where the table says and its leading parameters carry
+the names that the wrapper in _sites expects; otherwise ExecuTorch's internals differ from the
+releases this guard was written for, and that site keeps ExecuTorch's own behaviour.
+"""
+
+import functools
+import inspect
+import warnings
+from types import ModuleType
+from typing import Any, Callable, Dict, List, Tuple
+
+from ._hook import SITES
+
+_MARK = "_executorch_device_guard"
+
+# Site ("module.Class.function") -> (owner, attribute, original function), for uninstall.
+PATCHED: Dict[str, Tuple[Any, str, Callable[..., Any]]] = {}
+# Site -> why it was left alone; each is warned about once.
+SKIPPED: Dict[str, str] = {}
+
+
+def patch_module(module: ModuleType) -> None:
+    """Wraps every site of `module` that is not wrapped or skipped yet."""
+    for module_name, qualname, wrapper in SITES:
+        site = f"{module_name}.{qualname}"
+        if module_name == module.__name__ and site not in PATCHED and site not in SKIPPED:
+            try:
+                _patch(site, module, qualname, wrapper)
+            except Exception as e:  # never break `import executorch`
+                SKIPPED[site] = str(e)
+                warnings.warn(
+                    f"executorch-device-guard left {site} unpatched: {e}. This ExecuTorch differs "
+                    "from the releases the guard supports; that site keeps its own behaviour.",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+
+
+def _patch(site: str, module: ModuleType, qualname: str, wrapper: str) -> None:
+    *path, attr = qualname.split(".")
+    owner: Any = functools.reduce(getattr, path, module)
+    original = vars(owner)[attr]
+    if getattr(original, _MARK, False):  # wrapped by another copy of this package
+        return
+    from . import _sites
+
+    around = getattr(_sites, wrapper)
+    expected = _positional_names(around)[1:]
+    found = _positional_names(original)[: len(expected)]
+    if found != expected:
+        raise TypeError(f"expected leading parameters {expected}, found {found}")
+
+    @functools.wraps(original)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        return around(original, *args, **kwargs)
+
+    setattr(guarded, _MARK, True)
+    setattr(owner, attr, guarded)
+    PATCHED[site] = (owner, attr, original)
+
+
+def _positional_names(function: Callable[..., Any]) -> List[str]:
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    parameters = inspect.signature(function).parameters.values()
+    return [p.name for p in parameters if p.kind in kinds]
+
+
+def restore_all() -> None:
+    """Puts every original function back."""
+    for owner, attr, original in PATCHED.values():
+        setattr(owner, attr, original)
+    PATCHED.clear()

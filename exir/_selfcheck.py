@@ -1,0 +1,99 @@
+# Copyright (c) executorch-device-guard authors.
+# All rights reserved.
+#
+# This source code is licensed under the BSD-style license found in the
+# LICENSE file in the root directory of this source tree.
+
+"""Child-process checks: the crash without the guard, the InternalError with it.
+
+Each case runs in a fresh interpreter that never imports executorch_device_guard, so what it shows
+is what the installed startup hook does. The tests reuse these scripts and `run_child`.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import List, NamedTuple, Optional, Tuple
+
+from ._hook import ENV_VAR
+
+SIGSEGV = -11
+# The simulation's source, prepended to child scripts that need a cuda:0 storage on a CPU machine.
+SIMULATION = Path(__file__).with_name("_simulated_device.py").read_text()
+
+_EXPORT = """
+import torch
+from torch.export import export
+from executorch.exir import to_edge_transform_and_lower
+model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()
+"""
+# The issue's reproducer with the weight simulated on cuda:0 after lowering.
+SIMULATED_WEIGHT = SIMULATION + _EXPORT + """
+edge = to_edge_transform_and_lower(export(model, (torch.ones(2, 4),)))
+simulate_device(edge.exported_program().state_dict["0.weight"])
+edge.to_executorch()
+"""
+META_MODEL = _EXPORT + """
+model = model.to("meta")
+to_edge_transform_and_lower(export(model, (torch.ones(2, 4, device="meta"),))).to_executorch()
+"""
+CUDA_MODEL = _EXPORT + """
+model = model.cuda()
+to_edge_transform_and_lower(export(model, (torch.ones(2, 4).cuda(),))).to_executorch()
+"""
+
+
+class Case(NamedTuple):
+    name: str
+    script: str
+    guard: bool
+    returncode: int
+    stderr_has: Tuple[str, ...]
+
+
+CASES = (
+    Case("simulated cuda:0 weight, guard off", SIMULATED_WEIGHT, False, SIGSEGV, ()),
+    Case("simulated cuda:0 weight, guard on", SIMULATED_WEIGHT, True, 1, ("InternalError", "cuda:0", "'0.weight'")),
+    Case("meta model, guard on", META_MODEL, True, 1, ("InternalError", "'0.weight'", "holds no data")),
+)
+CUDA_CASES = (
+    Case("CUDA model, guard off", CUDA_MODEL, False, SIGSEGV, ()),
+    Case("CUDA model, guard on", CUDA_MODEL, True, 1, ("InternalError", "cuda:0", "'0.weight'")),
+)
+
+
+def start_child(script: str, guard: bool) -> "subprocess.Popen[str]":
+    """Starts `script` in a fresh interpreter with the guard's startup hook on or off."""
+    return subprocess.Popen(
+        [sys.executable, "-c", script],
+        env={**os.environ, ENV_VAR: "1" if guard else "0"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def run_child(script: str, guard: bool) -> Tuple[int, str, str]:
+    """Runs `script` to its end: (exit status, stdout, stderr); a crash is a negative status."""
+    child = start_child(script, guard)
+    stdout, stderr = child.communicate()
+    return child.returncode, stdout, stderr
+
+
+def failure(case: Case, returncode: int, stderr: str) -> Optional[str]:
+    """Says how a child's result differs from what the case expects, or None if it matches."""
+    if returncode != case.returncode:
+        return f"exit status {returncode}, expected {case.returncode}: {stderr[-2000:]}"
+    missing = [text for text in case.stderr_has if text not in stderr]
+    return f"stderr lacks {missing}: {stderr[-2000:]}" if missing else None
+
+
+def run_cases(cases: Tuple[Case, ...]) -> List[Tuple[Case, Optional[str]]]:
+    """Runs the cases side by side and pairs each with its failure, if any."""
+    children = [(case, start_child(case.script, case.guard)) for case in cases]
+    results = []
+    for case, child in children:
+        _, stderr = child.communicate()
+        results.append((case, failure(case, child.returncode, stderr)))
+    return results
