@@ -23,7 +23,7 @@ _MARK = "_executorch_device_guard"
 
 # Site ("module.Class.function") -> (owner, attribute, original function), for uninstall.
 PATCHED: Dict[str, Tuple[Any, str, Callable[..., Any]]] = {}
-# Site -> why it was left alone; each is warned about once.
+# Site -> why it was left alone. Only the first is warned about; status() lists them all.
 SKIPPED: Dict[str, str] = {}
 
 
@@ -35,13 +35,15 @@ def patch_module(module: ModuleType) -> None:
             try:
                 _patch(site, module, qualname, wrapper)
             except Exception as e:  # never break `import executorch`
+                if not SKIPPED:
+                    warnings.warn(
+                        f"executorch-device-guard left {site} unpatched: {e}. This ExecuTorch "
+                        "differs from the releases the guard supports, so the sites that differ "
+                        "keep their own behaviour; `python -m executorch_device_guard` lists them.",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
                 SKIPPED[site] = str(e)
-                warnings.warn(
-                    f"executorch-device-guard left {site} unpatched: {e}. This ExecuTorch differs "
-                    "from the releases the guard supports; that site keeps its own behaviour.",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
 
 
 def _patch(site: str, module: ModuleType, qualname: str, wrapper: str) -> None:

@@ -63,10 +63,10 @@ CUDA_CASES = (
 )
 
 
-def start_child(script: str, guard: bool) -> "subprocess.Popen[str]":
+def start_child(script: str, guard: bool, python: str = sys.executable) -> "subprocess.Popen[str]":
     """Starts `script` in a fresh interpreter with the guard's startup hook on or off."""
     return subprocess.Popen(
-        [sys.executable, "-c", script],
+        [python, "-c", script],
         env={**os.environ, ENV_VAR: "1" if guard else "0"},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -89,9 +89,11 @@ def failure(case: Case, returncode: int, stderr: str) -> Optional[str]:
     return f"stderr lacks {missing}: {stderr[-2000:]}" if missing else None
 
 
-def run_cases(cases: Tuple[Case, ...]) -> List[Tuple[Case, Optional[str]]]:
+def run_cases(
+    cases: Tuple[Case, ...], python: str = sys.executable
+) -> List[Tuple[Case, Optional[str]]]:
     """Runs the cases side by side and pairs each with its failure, if any."""
-    children = [(case, start_child(case.script, case.guard)) for case in cases]
+    children = [(case, start_child(case.script, case.guard, python)) for case in cases]
     results = []
     for case, child in children:
         _, stderr = child.communicate()

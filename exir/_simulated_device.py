@@ -33,12 +33,23 @@ assert _UNREADABLE not in (None, ctypes.c_void_p(-1).value), "mmap failed"
 class SimulatedDeviceStorage(torch.UntypedStorage):
     """Host bytes that present themselves as cuda:0 memory."""
 
+    # storage[i] reads; on a GPU each is a transfer across the bus (bytes(storage) makes one a byte).
+    element_reads = 0
+
     @property
     def device(self) -> torch.device:
         return torch.device("cuda:0")
 
     def data_ptr(self) -> int:
         return _UNREADABLE
+
+    def __getitem__(self, index: object) -> object:
+        SimulatedDeviceStorage.element_reads += 1
+        return super().__getitem__(index)
+
+
+def _numpy(*args: object, **kwargs: object) -> None:
+    raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.")
 
 
 def simulate_device(tensor: torch.Tensor) -> torch.Tensor:
@@ -48,4 +59,22 @@ def simulate_device(tensor: torch.Tensor) -> torch.Tensor:
     simulated = SimulatedDeviceStorage(real.nbytes())
     simulated.copy_(real)
     tensor.untyped_storage = lambda: simulated
+    tensor.numpy = _numpy  # as torch answers for a CUDA tensor
     return tensor
+
+
+def lower_on_device(backend: type, only: str = "") -> None:
+    """Makes `backend` see the constants of each program it lowers on cuda:0, as for a CUDA model.
+
+    Those whose name contains `only`, if given. Serializers read the program's state_dict and
+    constants, which passes before the backend may have copied: hence at preprocess.
+    """
+    preprocess = backend.preprocess
+
+    def on_device(program: object, compile_specs: object) -> object:
+        for name, tensor in [*program.state_dict.items(), *program.constants.items()]:
+            if only in name:
+                simulate_device(tensor)
+        return preprocess(program, compile_specs)
+
+    backend.preprocess = staticmethod(on_device)

@@ -1,0 +1,134 @@
+# Copyright (c) executorch-device-guard authors.
+# All rights reserved.
+#
+# This source code is licensed under the BSD-style license found in the
+# LICENSE file in the root directory of this source tree.
+
+"""The same cases on a real GPU: every test here is named test_cuda_* and needs CUDA.
+
+GPU runners select them with `pytest test/test_cuda.py` (or `-k cuda`); .ci/gpu fails if any is
+skipped on a machine that has a GPU.
+"""
+
+import importlib.util
+import json
+import unittest
+
+import torch
+from executorch_device_guard._selfcheck import Case, CUDA_CASES, run_cases, run_child, SIGSEGV
+
+_MODEL = """
+import hashlib, json, torch
+from torch.export import export
+from executorch.exir import to_edge_transform_and_lower
+model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()
+x = (torch.ones(2, 4),)
+"""
+
+_CPU_PROGRAM = _MODEL + """
+program = to_edge_transform_and_lower(export(model, x)).to_executorch()
+print(json.dumps(hashlib.sha256(program.buffer).hexdigest()))
+"""
+
+_CUDA_BACKEND = _MODEL + """
+from executorch.backends.cuda.cuda_backend import CudaBackend
+from executorch.backends.cuda.cuda_partitioner import CudaPartitioner
+from executorch.exir import EdgeCompileConfig
+model, x = model.cuda(), tuple(t.cuda() for t in x)
+edge = to_edge_transform_and_lower(
+    export(model, x),
+    partitioner=[CudaPartitioner([CudaBackend.generate_method_name_compile_spec("forward")])],
+    compile_config=EdgeCompileConfig(_check_ir_validity=False),
+)
+program = edge.to_executorch()
+assert len(program.buffer) > 0
+print(json.dumps(len(program.buffer)))
+"""
+
+_BUNDLED = _MODEL + """
+from executorch.devtools import BundledProgram
+from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
+from executorch.devtools.bundled_program.serialize import serialize_from_bundled_program_to_flatbuffer
+program = to_edge_transform_and_lower(export(model, x)).to_executorch()
+
+def bundle(inputs, expected_outputs):
+    suite = MethodTestSuite("forward", [MethodTestCase(inputs=inputs, expected_outputs=expected_outputs)])
+    return serialize_from_bundled_program_to_flatbuffer(BundledProgram(program, [suite]))
+
+inputs = [torch.randn(2, 4)]
+expected = [model(*inputs)]
+# Expected outputs computed by the CUDA model, as users do.
+on_cuda = bundle([t.cuda() for t in inputs], [model.cuda()(inputs[0].cuda())])
+assert on_cuda == bundle(inputs, expected), "bundled bytes differ from the CPU result"
+"""
+
+_XNNPACK = _MODEL + """
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+model, x = model.cuda(), tuple(t.cuda() for t in x)
+to_edge_transform_and_lower(export(model, x), partitioner=[XnnpackPartitioner()]).to_executorch()
+"""
+
+_NAMED_DATA = """
+import torch
+from executorch.exir._serialize._named_data_store import NamedDataStore
+
+def stored(tensor):
+    store = NamedDataStore()
+    store.add_named_data("w", tensor)
+    output = store.get_named_data_store_output()
+    return [bytes(buffer) for buffer in output.buffers], output.pte_data
+
+weight = torch.randn(2, 3, 4, 5)
+for tensor in (weight, weight.to(memory_format=torch.channels_last)):
+    assert stored(tensor.cuda()) == stored(tensor), "named data differs from the CPU result"
+"""
+
+_DEVICE_ERROR = ("InternalError", "cuda:0", "Constant '0.weight'")
+
+
+@unittest.skipUnless(torch.cuda.is_available(), "needs a CUDA device")
+class TestCuda(unittest.TestCase):
+    def assert_cases(self, *cases: Case) -> None:
+        for case, failure in run_cases(cases):
+            self.assertIsNone(failure, case.name)
+
+    def test_cuda_portable_reproducer(self) -> None:
+        self.assertEqual([c.returncode for c in CUDA_CASES], [SIGSEGV, 1])
+        self.assert_cases(*CUDA_CASES)
+
+    def test_cuda_cpu_program_byte_identical(self) -> None:
+        digests = []
+        for guard in (True, False):
+            returncode, stdout, stderr = run_child(_CPU_PROGRAM, guard)
+            self.assertEqual(returncode, 0, stderr[-3000:])
+            digests.append(json.loads(stdout.strip().splitlines()[-1]))
+        self.assertEqual(digests[0], digests[1])
+
+    @unittest.skipUnless(
+        importlib.util.find_spec("executorch.backends.cuda") is not None,
+        "this ExecuTorch has no CUDA backend",
+    )
+    def test_cuda_backend_lowering_still_works(self) -> None:
+        self.assert_cases(Case("CudaPartitioner, guard on", _CUDA_BACKEND, True, 0, ()))
+
+    def test_cuda_bundled_program_matches_cpu(self) -> None:
+        self.assert_cases(
+            Case("bundled CUDA values, guard off", _BUNDLED, False, SIGSEGV, ()),
+            Case("bundled CUDA values, guard on", _BUNDLED, True, 0, ()),
+        )
+
+    def test_cuda_xnnpack(self) -> None:
+        self.assert_cases(
+            Case("xnnpack CUDA model, guard off", _XNNPACK, False, SIGSEGV, ()),
+            Case("xnnpack CUDA model, guard on", _XNNPACK, True, 1, _DEVICE_ERROR),
+        )
+
+    def test_cuda_named_data_matches_cpu(self) -> None:
+        self.assert_cases(
+            Case("named data CUDA, guard off", _NAMED_DATA, False, 1, ("can't convert cuda:0",)),
+            Case("named data CUDA, guard on", _NAMED_DATA, True, 0, ()),
+        )
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,213 @@
+# Copyright (c) executorch-device-guard authors.
+# All rights reserved.
+#
+# This source code is licensed under the BSD-style license found in the
+# LICENSE file in the root directory of this source tree.
+
+"""The emitter guard, end to end, in child interpreters with the installed startup hook.
+
+A constant simulated on cuda:0 crashes to_executorch() without the guard and raises InternalError
+naming the device and the constant with it; CPU programs serialize byte for byte as before.
+"""
+
+import importlib.util
+import json
+import unittest
+
+from executorch_device_guard._selfcheck import (
+    Case,
+    CASES,
+    run_cases,
+    run_child,
+    SIGSEGV,
+    SIMULATION,
+)
+
+_PREAMBLE = SIMULATION + """
+from torch.export import export
+from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
+
+def linear():
+    return torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()
+
+class WithBuffer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("offset", torch.arange(4.0))
+
+    def forward(self, x):
+        return x + self.offset
+
+class WithLiftedConstant(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.table = torch.arange(4.0)
+
+    def forward(self, x):
+        return x + self.table
+
+x = (torch.ones(2, 4),)
+"""
+
+_DEVICE_TAGGED = """
+from executorch.exir import EdgeCompileConfig, to_edge
+from executorch.exir.backend.test.device_util import DeviceAwarePartitioner
+from executorch.exir.passes import MemoryPlanningPass
+from executorch.exir.passes.propagate_device_config import PropagateDeviceConfig
+
+def device_tagged(config):
+    # add(x, offset) is delegated to a cuda:0 backend; offset stays a top-level constant.
+    edge = to_edge(export(WithBuffer(), x), compile_config=EdgeCompileConfig(_check_ir_validity=False))
+    return edge.to_backend(DeviceAwarePartitioner()).to_executorch(config)
+"""
+_HAS_DEVICE_PROPAGATION = (
+    importlib.util.find_spec("executorch.exir.passes.propagate_device_config") is not None
+    and importlib.util.find_spec("executorch.exir.backend.test.device_util") is not None
+)
+
+
+def _guarded(name: str, body: str, *expected: str) -> Case:
+    return Case(name, _PREAMBLE + body, True, 1, ("InternalError", *expected))
+
+
+class TestEmitterGuard(unittest.TestCase):
+    def assert_cases(self, *cases: Case) -> None:
+        for case, failure in run_cases(cases):
+            self.assertIsNone(failure, case.name)
+
+    def test_simulated_weight_segfaults_unguarded_and_raises_guarded(self) -> None:
+        self.assertEqual([case.returncode for case in CASES[:2]], [SIGSEGV, 1])
+        self.assert_cases(*CASES[:2])
+
+    def test_names_each_kind_of_constant(self) -> None:
+        self.assert_cases(
+            _guarded(
+                "buffer",
+                """
+edge = to_edge_transform_and_lower(export(WithBuffer(), x))
+simulate_device(edge.exported_program().state_dict["offset"])
+edge.to_executorch()
+""",
+                "cuda:0",
+                "Constant 'offset' (shape [4], dtype torch.float32)",
+            ),
+            _guarded(
+                "lifted tensor constant",
+                """
+edge = to_edge_transform_and_lower(export(WithLiftedConstant(), x))
+simulate_device(edge.exported_program().constants["table"])
+edge.to_executorch()
+""",
+                "cuda:0",
+                "Constant 'table'",
+            ),
+            _guarded(
+                "external constant",
+                """
+edge = to_edge_transform_and_lower(export(linear(), x))
+simulate_device(edge.exported_program().state_dict["0.weight"])
+edge.to_executorch(ExecutorchBackendConfig(external_constants=True))
+""",
+                "cuda:0",
+                "Constant '0.weight' (shape [3, 4], dtype torch.float32)",
+                "Move the module and its example inputs to the CPU",
+            ),
+            _guarded(
+                "constant method",
+                """
+table = simulate_device(torch.arange(3.0))
+to_edge_transform_and_lower(export(linear(), x), constant_methods={"get_table": table}).to_executorch()
+""",
+                "cuda:0",
+                "constant method 'get_table'",
+            ),
+        )
+
+    def test_meta_model_says_it_has_no_data(self) -> None:
+        meta = CASES[2]
+        self.assertTrue(meta.guard)
+        unguarded = meta._replace(name="meta, guard off", guard=False, stderr_has=("NULL pointer access",))
+        self.assert_cases(meta, unguarded)
+
+    @unittest.skipUnless(_HAS_DEVICE_PROPAGATION, "this ExecuTorch has no device propagation")
+    def test_constant_without_storage_raises_internal_error(self) -> None:
+        # The H2D copy of a constant gets a const spec with no storage (executorch 1.5.1): today
+        # an AttributeError wrapped with the whole graph, with the guard a one-line InternalError.
+        script = _PREAMBLE + _DEVICE_TAGGED + "device_tagged(ExecutorchBackendConfig())\n"
+        self.assert_cases(
+            Case("no storage, guard off", script, False, 1, ("'NoneType' object has no attribute 'nbytes'",)),
+            Case("no storage, guard on", script, True, 1, ("InternalError", "has no storage")),
+        )
+
+
+_SERIALIZE = _PREAMBLE + """
+import hashlib
+from executorch.exir.emit._emitter import _Emitter
+
+def conv_bn():
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU()).eval()
+
+def lowered(model, inputs, **kwargs):
+    return to_edge_transform_and_lower(export(model, inputs), **kwargs)
+
+torch.manual_seed(0)
+programs = {
+    "linear": lowered(linear(), x).to_executorch(),
+    "conv_bn": lowered(conv_bn(), (torch.randn(1, 3, 8, 8),)).to_executorch(),
+    "buffer": lowered(WithBuffer(), x).to_executorch(),
+    "lifted_constant": lowered(WithLiftedConstant(), x).to_executorch(),
+    "constant_methods": lowered(linear(), x, constant_methods={"table": torch.arange(5.0), "n": 3}).to_executorch(),
+    "external_constants": lowered(linear(), x).to_executorch(ExecutorchBackendConfig(external_constants=True)),
+}
+digests = {}
+for name, program in programs.items():
+    digests[name] = hashlib.sha256(program.buffer).hexdigest()
+    for key, data in program._tensor_data.items():
+        digests[f"{name}/{key}"] = hashlib.sha256(bytes(data)).hexdigest()
+DEVICE_PROPAGATION = False
+"""
+_SERIALIZE_DEVICE_TAGGED = _DEVICE_TAGGED + """
+from executorch.exir.schema import DeviceType, Tensor
+# Without the H2D copy, PropagateDevicePass tags offset's own spec CUDA; its storage stays on the CPU.
+program = device_tagged(
+    ExecutorchBackendConfig(
+        propagate_device_config=PropagateDeviceConfig(skip_h2d_for_method_inputs=True),
+        memory_planning_pass=MemoryPlanningPass(alloc_graph_input=False, alloc_graph_output=False),
+    )
+)
+digests["device_tagged"] = hashlib.sha256(program.buffer).hexdigest()
+values = program._emitter_output.program.execution_plan[0].values
+tagged = [
+    v.val for v in values
+    if isinstance(v.val, Tensor) and v.val.data_buffer_idx > 0 and v.val.extra_tensor_info is not None
+    and v.val.extra_tensor_info.device_type == DeviceType.CUDA
+]
+digests["cuda_tagged_constants"] = len(tagged)
+"""
+_REPORT = """
+print(json.dumps({"guarded": hasattr(_Emitter._tensor_spec_to_evalue, "__wrapped__"), "digests": digests}))
+"""
+
+
+class TestCpuProgramsUnchanged(unittest.TestCase):
+    def test_cpu_programs_are_byte_identical(self) -> None:
+        script = "import json\n" + _SERIALIZE
+        if _HAS_DEVICE_PROPAGATION:
+            script += _SERIALIZE_DEVICE_TAGGED
+        script += _REPORT
+        runs = {}
+        for guard in (True, False):
+            returncode, stdout, stderr = run_child(script, guard)
+            self.assertEqual(returncode, 0, stderr[-3000:])
+            runs[guard] = json.loads(stdout.strip().splitlines()[-1])
+        self.assertTrue(runs[True]["guarded"])
+        self.assertFalse(runs[False]["guarded"])
+        self.assertEqual(runs[True]["digests"], runs[False]["digests"])
+        self.assertGreaterEqual(len(runs[True]["digests"]), 7)
+        if _HAS_DEVICE_PROPAGATION:
+            # The device-propagation program really has a CUDA-tagged constant with CPU storage.
+            self.assertEqual(runs[True]["digests"]["cuda_tagged_constants"], 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
