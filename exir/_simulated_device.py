@@ -10,7 +10,8 @@ To the host, a CUDA storage is a storage whose device is cuda:0 and whose data_p
 it cannot read. SimulatedDeviceStorage is exactly that: it reports cuda:0 and a pointer into a
 PROT_NONE mapping, so a host read through ctypes dies with SIGSEGV as it does on a GPU machine,
 while torch's own bulk copy (storage.cpu()) still sees the real bytes, as a device-to-host copy
-would. Self-contained (torch and the stdlib only): tests run its source in child interpreters
+would. The tensor's numpy() refuses as torch does for CUDA, and element reads (storage[i], one
+transfer each on a GPU) are counted. Self-contained (torch and the stdlib only): tests run its source in child interpreters
 that must not import executorch_device_guard.
 """
 
