@@ -51,13 +51,13 @@ class _Finder:
             spec = importlib.util.find_spec(fullname)
         finally:
             self._finding.discard(fullname)
-        exec_module = getattr(spec and spec.loader, "exec_module", None)
-        if exec_module is None or getattr(exec_module, "func", None) is _exec_and_patch:
-            return spec
-        try:
-            spec.loader.exec_module = functools.partial(_exec_and_patch, exec_module)
-        except AttributeError:  # a loader with read-only attributes: leave the module alone
-            pass
+        exec_module = getattr(spec.loader, "exec_module", None) if spec else None
+        # A loader shared by several specs may have been wrapped already.
+        if exec_module is not None and getattr(exec_module, "func", None) is not _exec_and_patch:
+            try:
+                spec.loader.exec_module = functools.partial(_exec_and_patch, exec_module)
+            except AttributeError:  # a loader with read-only attributes: leave the module alone
+                pass
         return spec
 
 

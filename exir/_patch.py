@@ -28,10 +28,10 @@ SKIPPED: Dict[str, str] = {}
 
 
 def patch_module(module: ModuleType) -> None:
-    """Wraps every site of `module` that is not wrapped or skipped yet."""
+    """Wraps every site of `module` that is not wrapped (a reload makes new ones) or skipped."""
     for module_name, qualname, wrapper in SITES:
         site = f"{module_name}.{qualname}"
-        if module_name == module.__name__ and site not in PATCHED and site not in SKIPPED:
+        if module_name == module.__name__ and site not in SKIPPED:
             try:
                 _patch(site, module, qualname, wrapper)
             except Exception as e:  # never break `import executorch`
@@ -50,7 +50,7 @@ def _patch(site: str, module: ModuleType, qualname: str, wrapper: str) -> None:
     *path, attr = qualname.split(".")
     owner: Any = functools.reduce(getattr, path, module)
     original = vars(owner)[attr]
-    if getattr(original, _MARK, False):  # wrapped by another copy of this package
+    if getattr(original, _MARK, False):  # wrapped already, maybe by another copy of this package
         return
     from . import _sites
 
