@@ -55,11 +55,11 @@ def bundle(inputs, expected_outputs):
     suite = MethodTestSuite("forward", [MethodTestCase(inputs=inputs, expected_outputs=expected_outputs)])
     return serialize_from_bundled_program_to_flatbuffer(BundledProgram(program, [suite]))
 
-inputs = [torch.randn(2, 4)]
-expected = [model(*inputs)]
-# Expected outputs computed by the CUDA model, as users do.
-on_cuda = bundle([t.cuda() for t in inputs], [model.cuda()(inputs[0].cuda())])
-assert on_cuda == bundle(inputs, expected), "bundled bytes differ from the CPU result"
+# Test values computed by the CUDA model, as users do.
+inputs = [torch.randn(2, 4).cuda()]
+expected = [model.cuda()(*inputs)]
+on_host = bundle([t.cpu() for t in inputs], [t.cpu() for t in expected])
+assert bundle(inputs, expected) == on_host, "bundled bytes differ from the CPU result"
 """
 
 _XNNPACK = _MODEL + """
