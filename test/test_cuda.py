@@ -21,6 +21,7 @@ _MODEL = """
 import hashlib, json, torch
 from torch.export import export
 from executorch.exir import to_edge_transform_and_lower
+torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()
 x = (torch.ones(2, 4),)
 """
