@@ -49,6 +49,8 @@ def patch_module(module: ModuleType) -> None:
 def _patch(site: str, module: ModuleType, qualname: str, wrapper: str) -> None:
     *path, attr = qualname.split(".")
     owner: Any = functools.reduce(getattr, path, module)
+    if attr not in vars(owner):
+        raise AttributeError(f"{qualname} is not defined in {module.__name__}")
     original = vars(owner)[attr]
     if getattr(original, _MARK, False):  # wrapped already, maybe by another copy of this package
         return

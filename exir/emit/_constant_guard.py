@@ -51,5 +51,5 @@ def check_constant_methods(prim_getters: Dict[str, Any]) -> None:
                     leaf.untyped_storage(),
                     leaf.shape,
                     leaf.dtype,
-                    lambda: f"returned by constant method {method!r}",
+                    lambda method=method: f"returned by constant method {method!r}",
                 )
