@@ -15,16 +15,10 @@ import json
 import unittest
 
 import torch
-from executorch_device_guard._selfcheck import Case, CUDA_CASES, run_cases, run_child, SIGSEGV
+from cases import BUNDLE, ChildCaseTest, MODEL, NAMED_DATA
+from executorch_device_guard._selfcheck import Case, CUDA_CASES, run_child, SIGSEGV
 
-_MODEL = """
-import hashlib, json, torch
-from torch.export import export
-from executorch.exir import to_edge_transform_and_lower
-torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()
-x = (torch.ones(2, 4),)
-"""
+_MODEL = MODEL + "import hashlib, json\n"
 
 _CPU_PROGRAM = _MODEL + """
 program = to_edge_transform_and_lower(export(model, x)).to_executorch()
@@ -46,16 +40,7 @@ assert len(program.buffer) > 0
 print(json.dumps(len(program.buffer)))
 """
 
-_BUNDLED = _MODEL + """
-from executorch.devtools import BundledProgram
-from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
-from executorch.devtools.bundled_program.serialize import serialize_from_bundled_program_to_flatbuffer
-program = to_edge_transform_and_lower(export(model, x)).to_executorch()
-
-def bundle(inputs, expected_outputs):
-    suite = MethodTestSuite("forward", [MethodTestCase(inputs=inputs, expected_outputs=expected_outputs)])
-    return serialize_from_bundled_program_to_flatbuffer(BundledProgram(program, [suite]))
-
+_BUNDLED = _MODEL + BUNDLE + """
 # Test values computed by the CUDA model, as users do.
 inputs = [torch.randn(2, 4).cuda()]
 expected = [model.cuda()(*inputs)]
@@ -69,18 +54,8 @@ model, x = model.cuda(), tuple(t.cuda() for t in x)
 to_edge_transform_and_lower(export(model, x), partitioner=[XnnpackPartitioner()]).to_executorch()
 """
 
-_NAMED_DATA = """
-import torch
-from executorch.exir._serialize._named_data_store import NamedDataStore
-
-def stored(tensor):
-    store = NamedDataStore()
-    store.add_named_data("w", tensor)
-    output = store.get_named_data_store_output()
-    return [bytes(buffer) for buffer in output.buffers], output.pte_data
-
-weight = torch.randn(2, 3, 4, 5)
-for tensor in (weight, weight.to(memory_format=torch.channels_last)):
+_NAMED_DATA = NAMED_DATA + """
+for tensor in layouts.values():
     assert stored(tensor.cuda()) == stored(tensor), "named data differs from the CPU result"
 """
 
@@ -88,11 +63,7 @@ _DEVICE_ERROR = ("InternalError", "cuda:0", "Constant '0.weight'")
 
 
 @unittest.skipUnless(torch.cuda.is_available(), "needs a CUDA device")
-class TestCuda(unittest.TestCase):
-    def assert_cases(self, *cases: Case) -> None:
-        for case, failure in run_cases(cases):
-            self.assertIsNone(failure, case.name)
-
+class TestCuda(ChildCaseTest):
     def test_cuda_portable_reproducer(self) -> None:
         self.assertEqual([c.returncode for c in CUDA_CASES], [SIGSEGV, 1])
         self.assert_cases(*CUDA_CASES)

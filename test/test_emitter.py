@@ -14,14 +14,8 @@ import importlib.util
 import json
 import unittest
 
-from executorch_device_guard._selfcheck import (
-    Case,
-    CASES,
-    run_cases,
-    run_child,
-    SIGSEGV,
-    SIMULATION,
-)
+from cases import ChildCaseTest
+from executorch_device_guard._selfcheck import Case, CASES, run_child, SIGSEGV, SIMULATION
 
 _PREAMBLE = SIMULATION + """
 from torch.export import export
@@ -70,11 +64,7 @@ def _guarded(name: str, body: str, *expected: str) -> Case:
     return Case(name, _PREAMBLE + body, True, 1, ("InternalError", *expected))
 
 
-class TestEmitterGuard(unittest.TestCase):
-    def assert_cases(self, *cases: Case) -> None:
-        for case, failure in run_cases(cases):
-            self.assertIsNone(failure, case.name)
-
+class TestEmitterGuard(ChildCaseTest):
     def test_simulated_weight_segfaults_unguarded_and_raises_guarded(self) -> None:
         self.assertEqual([case.returncode for case in CASES[:2]], [SIGSEGV, 1])
         self.assert_cases(*CASES[:2])

@@ -12,26 +12,12 @@ InternalError for model constants, bytes identical to the CPU result for plain d
 
 import unittest
 
-from executorch_device_guard._selfcheck import Case, run_cases, SIGSEGV, SIMULATION
+from cases import BUNDLE, ChildCaseTest, MODEL, NAMED_DATA
+from executorch_device_guard._selfcheck import Case, SIGSEGV, SIMULATION
 
-_MODEL = SIMULATION + """
-from torch.export import export
-from executorch.exir import to_edge_transform_and_lower
-model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()
-x = (torch.ones(2, 4),)
-"""
+_MODEL = SIMULATION + MODEL
 
-_BUNDLED = _MODEL + """
-from executorch.devtools import BundledProgram
-from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
-from executorch.devtools.bundled_program.serialize import serialize_from_bundled_program_to_flatbuffer
-
-program = to_edge_transform_and_lower(export(model, x)).to_executorch()
-
-def bundle(inputs, expected_outputs):
-    suite = MethodTestSuite("forward", [MethodTestCase(inputs=inputs, expected_outputs=expected_outputs)])
-    return serialize_from_bundled_program_to_flatbuffer(BundledProgram(program, [suite]))
-
+_BUNDLED = _MODEL + BUNDLE + """
 inputs = [torch.randn(2, 4)]
 expected_outputs = [model(*inputs)]
 """
@@ -43,21 +29,7 @@ _BUNDLED_META = _BUNDLED + """
 bundle([torch.empty(2, 4, device="meta")], expected_outputs)
 """
 
-_NAMED_DATA = SIMULATION + """
-from executorch.exir._serialize._named_data_store import NamedDataStore
-
-def stored(tensor):
-    store = NamedDataStore()
-    store.add_named_data("w", tensor)
-    output = store.get_named_data_store_output()
-    return [bytes(buffer) for buffer in output.buffers], output.pte_data
-
-weight = torch.randn(2, 3, 4, 5)
-layouts = {
-    "contiguous": weight,
-    "channels_last": weight.to(memory_format=torch.channels_last),
-}
-"""
+_NAMED_DATA = SIMULATION + NAMED_DATA
 _NAMED_DATA_ON_DEVICE = _NAMED_DATA + """
 for name, tensor in layouts.items():
     simulated = simulate_device(tensor.clone(memory_format=torch.preserve_format))
@@ -111,11 +83,7 @@ _DEVICE_ERROR = ("InternalError", "cuda:0", "Move the module and its example inp
 _NO_DATA = ("InternalError", "holds no data")
 
 
-class TestGuardedSites(unittest.TestCase):
-    def assert_cases(self, *cases: Case) -> None:
-        for case, failure in run_cases(cases):
-            self.assertIsNone(failure, case.name)
-
+class TestGuardedSites(ChildCaseTest):
     def test_bundled_program(self) -> None:
         self.assert_cases(
             Case("bundled on cuda:0, guard off", _BUNDLED_ON_DEVICE, False, SIGSEGV, ()),
