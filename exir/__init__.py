@@ -9,10 +9,19 @@
 Installing the package is enough: its startup line (executorch_device_guard.pth) calls
 _hook.startup() in every Python process, and the guard wires itself into ExecuTorch when the
 guarded modules are first imported. EXECUTORCH_DEVICE_GUARD=0 turns that off. This module is
-imported at interpreter start, so it imports nothing but the stdlib-only _hook.
+imported at interpreter start, so it imports nothing but _hook (os and sys); status() and Status
+load on first use.
 """
 
-from ._hook import ENV_VAR, install, Status, status, uninstall
+from ._hook import ENV_VAR, install, uninstall
 
 __version__ = "0.1.0"
 __all__ = ["ENV_VAR", "install", "Status", "status", "uninstall"]
+
+
+def __getattr__(name: str) -> object:
+    if name in ("status", "Status"):
+        from . import _patch
+
+        return getattr(_patch, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,13 +14,12 @@ never by this module.
 
 import os
 import sys
-from typing import Dict, List, NamedTuple, Optional, Tuple
 
 ENV_VAR = "EXECUTORCH_DEVICE_GUARD"
 
 # Every place where ExecuTorch reads tensor bytes on the host: (module, attribute, function in
 # _sites that wraps it). Adding a site is one row here and one function in _sites.
-SITES: Tuple[Tuple[str, str, str], ...] = (
+SITES: tuple[tuple[str, str, str], ...] = (
     ("executorch.exir.emit._emitter", "_Emitter._tensor_spec_to_evalue", "emitter_constant"),
     ("executorch.exir.emit._emitter", "_Emitter._emit_prim_getters", "emitter_constant_methods"),
     ("executorch.devtools.bundled_program.core", "BundledProgram._emit_bundled_tensor", "bundled_tensor"),
@@ -38,7 +37,7 @@ class _Finder:
     def __init__(self) -> None:
         # Names being looked up through the other finders; importlib's per-module lock makes this
         # re-entrancy guard safe across threads.
-        self._finding: set = set()
+        self._finding: set[str] = set()
 
     def find_spec(self, fullname: str, path: object, target: object = None) -> object:
         if fullname not in _MODULES or fullname in self._finding:
@@ -68,7 +67,7 @@ def _exec_and_patch(exec_module: object, module: object) -> None:
     _patch.patch_module(module)
 
 
-def _finder() -> Optional[_Finder]:
+def finder() -> "_Finder | None":
     return next((f for f in sys.meta_path if isinstance(f, _Finder)), None)
 
 
@@ -80,7 +79,7 @@ def startup() -> None:
 
 def install() -> None:
     """Guards the ExecuTorch modules imported from now on and those already imported. Idempotent."""
-    if _finder() is None:
+    if finder() is None:
         sys.meta_path.insert(0, _Finder())
     loaded = [sys.modules[name] for name in sorted(_MODULES) if name in sys.modules]
     if loaded:
@@ -92,33 +91,10 @@ def install() -> None:
 
 def uninstall() -> None:
     """Removes the finder and restores every patched ExecuTorch function."""
-    finder = _finder()
-    if finder is not None:
-        sys.meta_path.remove(finder)
+    installed = finder()
+    if installed is not None:
+        sys.meta_path.remove(installed)
     if "executorch_device_guard._patch" in sys.modules:
         from . import _patch
 
         _patch.restore_all()
-
-
-class Status(NamedTuple):
-    """Whether the guard is installed, on which ExecuTorch, and which sites it has patched so far."""
-
-    installed: bool
-    executorch_version: Optional[str]
-    patched: List[str]
-    skipped: Dict[str, str]
-
-
-def status() -> Status:
-    """Reports the guard's state without importing torch or executorch."""
-    from importlib import metadata
-
-    try:
-        version: Optional[str] = metadata.version("executorch")
-    except metadata.PackageNotFoundError:
-        version = None
-    patch = sys.modules.get("executorch_device_guard._patch")
-    patched = sorted(patch.PATCHED) if patch else []
-    skipped = dict(patch.SKIPPED) if patch else {}
-    return Status(_finder() is not None, version, patched, skipped)

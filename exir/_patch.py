@@ -14,10 +14,11 @@ releases this guard was written for, and that site keeps ExecuTorch's own behavi
 import functools
 import inspect
 import warnings
+from importlib import metadata
 from types import ModuleType
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
-from ._hook import SITES
+from ._hook import finder, SITES
 
 _MARK = "_executorch_device_guard"
 
@@ -82,3 +83,21 @@ def restore_all() -> None:
     for owner, attr, original in PATCHED.values():
         setattr(owner, attr, original)
     PATCHED.clear()
+
+
+class Status(NamedTuple):
+    """Whether the guard is installed, on which ExecuTorch, and which sites it has patched so far."""
+
+    installed: bool
+    executorch_version: Optional[str]
+    patched: List[str]
+    skipped: Dict[str, str]
+
+
+def status() -> Status:
+    """Reports the guard's state without importing torch or executorch."""
+    try:
+        version: Optional[str] = metadata.version("executorch")
+    except metadata.PackageNotFoundError:
+        version = None
+    return Status(finder() is not None, version, sorted(PATCHED), dict(SKIPPED))
