@@ -11,13 +11,13 @@ import sys
 
 from . import __version__, status
 from ._hook import ENV_VAR, SITES
-from ._selfcheck import CASES, CUDA_CASES, run_cases
+from ._selfcheck import CASES, cpu_program_failure, CUDA_CASES, run_cases
 
 
 def main() -> int:
     import torch
 
-    for module in sorted({module for module, _, _ in SITES}):
+    for module in sorted({site[0] for site in SITES}):
         try:
             importlib.import_module(module)
         except ImportError as e:  # a backend this ExecuTorch build lacks
@@ -31,12 +31,12 @@ def main() -> int:
         print(f"  SKIPPED  {site}: {reason}")
 
     cases = CASES + (CUDA_CASES if torch.cuda.is_available() else ())
-    print(f"self-check ({len(cases)} child processes):")
-    failures = 0
-    for case, failure in run_cases(cases):
-        failures += failure is not None
-        print(f"  {'ok  ' if failure is None else 'FAIL'} {case.name}" + (f"\n{failure}" if failure else ""))
-    return 1 if failures else 0
+    print(f"self-check ({len(cases) + 2} child processes):")
+    results = [(case.name, failure) for case, failure in run_cases(cases)]
+    results.append(("CPU program, byte-identical with and without the guard", cpu_program_failure()))
+    for name, failure in results:
+        print(f"  {'ok  ' if failure is None else 'FAIL'} {name}" + (f"\n{failure}" if failure else ""))
+    return 1 if any(failure for _, failure in results) else 0
 
 
 if __name__ == "__main__":

@@ -18,17 +18,19 @@ import sys
 ENV_VAR = "EXECUTORCH_DEVICE_GUARD"
 
 # Every place where ExecuTorch reads tensor bytes on the host: (module, attribute, function in
-# _sites that wraps it). Adding a site is one row here and one function in _sites.
-SITES: tuple[tuple[str, str, str], ...] = (
-    ("executorch.exir.emit._emitter", "_Emitter._tensor_spec_to_evalue", "emitter_constant"),
-    ("executorch.exir.emit._emitter", "_Emitter._emit_prim_getters", "emitter_constant_methods"),
-    ("executorch.devtools.bundled_program.core", "BundledProgram._emit_bundled_tensor", "bundled_tensor"),
-    ("executorch.exir._serialize._named_data_store", "NamedDataStore.add_named_data", "named_data"),
-    ("executorch.backends.xnnpack.operators.node_visitor", "get_param_tensor", "xnnpack_constant"),
-    ("executorch.backends.xnnpack.operators.node_visitor", "NodeVisitor.get_quant_params", "xnnpack_quant_scales"),
-    ("executorch.backends.vulkan.serialization.vulkan_graph_builder", "VkGraphBuilder.get_param_tensor", "vulkan_constant"),
+# _sites that wraps it, first executorch release that has it). Adding a site is one row here and
+# one function in _sites.
+SITES: tuple[tuple[str, str, str, str], ...] = (
+    ("executorch.exir.emit._emitter", "_Emitter._tensor_spec_to_evalue", "emitter_constant", "1.0.0"),
+    ("executorch.exir.emit._emitter", "_Emitter._emit_prim_getters", "emitter_constant_methods", "1.0.0"),
+    ("executorch.devtools.bundled_program.core", "BundledProgram._emit_bundled_tensor", "bundled_tensor", "1.0.0"),
+    ("executorch.exir._serialize._named_data_store", "NamedDataStore.add_named_data", "named_data", "1.0.0"),
+    ("executorch.exir._serialize._named_data_store", "_tensor_to_bytes", "named_data_bytes", "1.2.0"),
+    ("executorch.backends.xnnpack.operators.node_visitor", "get_param_tensor", "xnnpack_constant", "1.0.0"),
+    ("executorch.backends.xnnpack.operators.node_visitor", "NodeVisitor.get_quant_params", "xnnpack_quant_scales", "1.0.0"),
+    ("executorch.backends.vulkan.serialization.vulkan_graph_builder", "VkGraphBuilder.get_param_tensor", "vulkan_constant", "1.0.0"),
 )
-_MODULES = frozenset(module for module, _, _ in SITES)
+_MODULES = frozenset(site[0] for site in SITES)
 
 
 class _Finder:

@@ -4,6 +4,8 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
+# pyre-strict
+
 """Checks for tensor bytes that ExecuTorch reads on the host.
 
 ExecuTorch's serializers read a tensor's bytes through ctypes, from its storage's data_ptr(). For a
@@ -13,12 +15,12 @@ constants on a device are an unsupported export and raise InternalError; plain d
 values, named data) is copied to the host once, in bulk.
 """
 
-# pyre-strict
-
+import copy
 from typing import Callable, Optional, Sequence
 
 import torch
 from executorch.exir.error import InternalError
+from executorch.exir.tensor import TensorSpec
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
@@ -56,13 +58,21 @@ def check_host_constant(
         return
     description = _describe(f"Constant {name()}", shape, dtype)
     if storage is None:
-        raise InternalError(f"{description} has no storage, so there are no bytes to serialize.")
+        raise InternalError(
+            f"{description} has no storage, so there are no bytes to serialize."
+        )
     if storage.device.type == "meta":
         raise _no_data(description)
     raise InternalError(
         f"{description} is on {storage.device}, but ExecuTorch serializes constants from host "
         f"memory and cannot read device memory. {_WAY_OUT}"
     )
+
+
+def check_host_tensor(tensor: torch.Tensor, name: Callable[[], str]) -> None:
+    """check_host_constant for a constant held as a tensor; an empty one has nothing to read."""
+    if tensor.numel() != 0:
+        check_host_constant(tensor.untyped_storage(), tensor.shape, tensor.dtype, name)
 
 
 def host_storage(
@@ -74,6 +84,15 @@ def host_storage(
     if storage.device.type == "meta":
         raise _no_data(_describe(name, shape, dtype))
     return storage.cpu()
+
+
+def host_spec(spec: TensorSpec, name: str) -> TensorSpec:
+    """Returns plain data's spec, or a copy of it whose storage is in host memory."""
+    if spec.allocated_memory == 0 or spec.storage.device.type == "cpu":
+        return spec
+    host = copy.copy(spec)
+    host.storage = host_storage(spec.storage, spec.shape, spec.dtype, name)
+    return host
 
 
 def host_tensor(tensor: torch.Tensor, name: str) -> torch.Tensor:
@@ -89,6 +108,11 @@ def host_tensor(tensor: torch.Tensor, name: str) -> torch.Tensor:
     return torch.empty(0, dtype=tensor.dtype).set_(
         host, tensor.storage_offset(), tensor.size(), tensor.stride()
     )
+
+
+def storage_bytes(storage: torch.UntypedStorage) -> bytes:
+    """Returns a host storage's bytes in one read: bytes(storage) makes one Python call a byte."""
+    return torch.empty(0, dtype=torch.uint8).set_(storage).numpy().tobytes()
 
 
 def constant_fqn(program: ExportedProgram, node: torch.fx.Node) -> str:

@@ -13,6 +13,7 @@ releases this guard was written for, and that site keeps ExecuTorch's own behavi
 
 import functools
 import inspect
+import re
 import warnings
 from importlib import metadata
 from types import ModuleType
@@ -24,19 +25,24 @@ _MARK = "_executorch_device_guard"
 
 # Site ("module.Class.function") -> (owner, attribute, original function), for uninstall.
 PATCHED: Dict[str, Tuple[Any, str, Callable[..., Any]]] = {}
-# Site -> why it was left alone. Only the first is warned about; status() lists them all.
+# Site -> why it was left alone; status() lists them all.
 SKIPPED: Dict[str, str] = {}
+# The one site warned about: the first that differs from the releases the guard was written for.
+WARNED: List[str] = []
 
 
 def patch_module(module: ModuleType) -> None:
     """Wraps every site of `module` that is not wrapped (a reload makes new ones) or skipped."""
-    for module_name, qualname, wrapper in SITES:
+    for module_name, qualname, wrapper, since in SITES:
         site = f"{module_name}.{qualname}"
         if module_name == module.__name__ and site not in SKIPPED:
             try:
                 _patch(site, module, qualname, wrapper)
             except Exception as e:  # never break `import executorch`
-                if not SKIPPED:
+                if _release_before(since):  # the site came later: nothing changed, nothing to say
+                    SKIPPED[site] = f"not in executorch {_executorch_version()} (added in {since})"
+                    continue
+                if not WARNED:
                     warnings.warn(
                         f"executorch-device-guard left {site} unpatched: {e}. This ExecuTorch "
                         "differs from the releases the guard supports, so the sites that differ "
@@ -44,7 +50,22 @@ def patch_module(module: ModuleType) -> None:
                         RuntimeWarning,
                         stacklevel=2,
                     )
+                    WARNED.append(site)
                 SKIPPED[site] = str(e)
+
+
+@functools.lru_cache(maxsize=None)
+def _executorch_version() -> Optional[str]:
+    try:
+        return metadata.version("executorch")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _release_before(since: str) -> bool:
+    """Whether the installed executorch release is older than `since` (unknown: not older)."""
+    found = re.match(r"(\d+)\.(\d+)\.(\d+)", _executorch_version() or "")
+    return found is not None and tuple(map(int, found.groups())) < tuple(map(int, since.split(".")))
 
 
 def _patch(site: str, module: ModuleType, qualname: str, wrapper: str) -> None:
@@ -96,8 +117,4 @@ class Status(NamedTuple):
 
 def status() -> Status:
     """Reports the guard's state without importing torch or executorch."""
-    try:
-        version: Optional[str] = metadata.version("executorch")
-    except metadata.PackageNotFoundError:
-        version = None
-    return Status(finder() is not None, version, sorted(PATCHED), dict(SKIPPED))
+    return Status(finder() is not None, _executorch_version(), sorted(PATCHED), dict(SKIPPED))

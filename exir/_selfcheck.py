@@ -6,26 +6,27 @@
 
 """Child-process checks: the crash without the guard, the InternalError with it.
 
-Each case runs in a fresh interpreter that never imports executorch_device_guard, so what it shows
-is what the installed startup hook does. The tests reuse these scripts and `run_child`.
+Each case runs in a fresh interpreter where only the installed startup line can activate the guard,
+so what it shows is what installing the package does. The tests reuse these scripts and `run_child`.
 """
 
 import os
 import subprocess
 import sys
-from pathlib import Path
 from typing import List, NamedTuple, Optional, Tuple
 
 from ._hook import ENV_VAR
 
 SIGSEGV = -11
-# The simulation's source, prepended to child scripts that need a cuda:0 storage on a CPU machine.
-SIMULATION = Path(__file__).with_name("_simulated_device.py").read_text()
+# Child scripts import the simulation of device memory from here; importing the package's modules
+# does not activate the guard: only the startup line does.
+SIMULATION = "from executorch_device_guard.tests.simulated_device import simulate_device\n"
 
 _EXPORT = """
 import torch
 from torch.export import export
 from executorch.exir import to_edge_transform_and_lower
+torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()
 """
 # The issue's reproducer with the weight simulated on cuda:0 after lowering.
@@ -41,6 +42,12 @@ to_edge_transform_and_lower(export(model, (torch.ones(2, 4, device="meta"),))).t
 CUDA_MODEL = _EXPORT + """
 model = model.cuda()
 to_edge_transform_and_lower(export(model, (torch.ones(2, 4).cuda(),))).to_executorch()
+"""
+# The same model on the CPU: prints the digest of its program.
+CPU_PROGRAM = _EXPORT + """
+import hashlib
+program = to_edge_transform_and_lower(export(model, (torch.ones(2, 4),))).to_executorch()
+print(hashlib.sha256(program.buffer).hexdigest())
 """
 
 
@@ -99,3 +106,24 @@ def run_cases(
         _, stderr = child.communicate()
         results.append((case, failure(case, child.returncode, stderr)))
     return results
+
+
+def cpu_program_failure(python: str = sys.executable) -> Optional[str]:
+    """Says how a CPU program fails to serialize byte for byte as without the guard, or None.
+
+    Also what tells that ExecuTorch's own export fails on this install (e.g. no flatc binary), in
+    which case the error cases above prove nothing: they fail before serialization.
+    """
+    children = {guard: start_child(CPU_PROGRAM, guard, python) for guard in (True, False)}
+    digests = {}
+    for guard, child in children.items():
+        stdout, stderr = child.communicate()
+        if child.returncode != 0:
+            return (
+                f"ExecuTorch's own export of a CPU model fails here (guard {'on' if guard else 'off'}, "
+                f"exit status {child.returncode}): {stderr.strip().splitlines()[-1:]}"
+            )
+        digests[guard] = stdout.split()[-1]
+    if digests[True] != digests[False]:
+        return f"the CPU program differs with the guard: {digests[True]} vs {digests[False]}"
+    return None

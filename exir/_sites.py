@@ -8,16 +8,22 @@
 
 Each takes the original function first, then the leading parameters it relies on, named as in
 ExecuTorch: _patch compares those names with the original's signature before it wraps anything.
+Each calls at its site what the upstream patch series (upstream/generate.py) puts there.
 Imported only once a guarded ExecuTorch module has been imported, so torch is already loaded.
 """
 
-import copy
-from typing import Any, Callable
+from typing import Any, Callable, Dict
 
 import torch
 
-from ._host_data import check_host_constant, constant_fqn, host_storage, host_tensor
-from .emit._constant_guard import check_constant, check_constant_methods
+from ._host_data import (
+    check_host_tensor,
+    constant_fqn,
+    host_spec,
+    host_tensor,
+    storage_bytes,
+)
+from .emit._constant_guard import check_constant, constant_method
 
 Original = Callable[..., Any]
 
@@ -28,16 +34,18 @@ def emitter_constant(original: Original, self: Any, spec: Any, *args: Any, **kwa
 
 
 def emitter_constant_methods(
-    original: Original, self: Any, prim_getters: Any, *args: Any, **kwargs: Any
+    original: Original, self: Any, prim_getters: Dict[str, Any], *args: Any, **kwargs: Any
 ) -> Any:
-    check_constant_methods(prim_getters)
-    return original(self, prim_getters, *args, **kwargs)
+    # One method at a time, so that its constants are named by it; the plans are the same.
+    plans = []
+    for method, value in prim_getters.items():
+        with constant_method(method):
+            plans += original(self, {method: value}, *args, **kwargs)
+    return plans
 
 
 def bundled_tensor(original: Original, self: Any, spec: Any, *args: Any, **kwargs: Any) -> Any:
-    if spec.allocated_memory != 0:
-        spec = copy.copy(spec)
-        spec.storage = host_storage(spec.storage, spec.shape, spec.dtype, "Bundled test tensor")
+    spec = host_spec(spec, "Bundled test tensor")
     return original(self, spec, *args, **kwargs)
 
 
@@ -49,10 +57,17 @@ def named_data(
     return original(self, key, data, *args, **kwargs)
 
 
+def named_data_bytes(original: Original, tensor: torch.Tensor) -> bytes:
+    # Dense non-contiguous layouts (channels-last) are stored with their whole storage.
+    if tensor.is_contiguous():
+        return original(tensor)
+    return storage_bytes(tensor.untyped_storage())
+
+
 def xnnpack_constant(original: Original, exp_prog: Any, node: Any) -> Any:
     tensor = original(exp_prog, node)
     if isinstance(tensor, torch.Tensor):
-        _check_tensor(tensor, lambda: constant_fqn(exp_prog, node))
+        check_host_tensor(tensor, lambda: constant_fqn(exp_prog, node))
     return tensor
 
 
@@ -60,7 +75,7 @@ def xnnpack_quant_scales(
     original: Original, self: Any, quant_params: Any, *args: Any, **kwargs: Any
 ) -> Any:
     if quant_params.per_channel:
-        _check_tensor(
+        check_host_tensor(
             quant_params.scale,
             lambda: f"per-channel scales of {constant_fqn(self.exported_program, quant_params.q_input)}",
         )
@@ -69,10 +84,5 @@ def xnnpack_quant_scales(
 
 def vulkan_constant(original: Original, self: Any, node: Any) -> Any:
     tensor = original(self, node)
-    _check_tensor(tensor, lambda: constant_fqn(self.program, node))
+    check_host_tensor(tensor, lambda: constant_fqn(self.program, node))
     return tensor
-
-
-def _check_tensor(tensor: torch.Tensor, name: Callable[[], str]) -> None:
-    if tensor.numel() != 0:
-        check_host_constant(tensor.untyped_storage(), tensor.shape, tensor.dtype, name)

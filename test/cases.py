@@ -4,49 +4,11 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""What the test modules share: child-script snippets and a TestCase that runs child cases."""
+"""What the test modules share: a TestCase that runs child cases side by side."""
 
 import unittest
 
 from executorch_device_guard._selfcheck import Case, run_cases
-
-# The issue's model, seeded so that every child builds the same program.
-MODEL = """
-import torch
-from torch.export import export
-from executorch.exir import to_edge_transform_and_lower
-torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()
-x = (torch.ones(2, 4),)
-"""
-
-# After MODEL: bundle(inputs, expected_outputs) serializes a bundled program of the model.
-BUNDLE = """
-from executorch.devtools import BundledProgram
-from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
-from executorch.devtools.bundled_program.serialize import serialize_from_bundled_program_to_flatbuffer
-
-program = to_edge_transform_and_lower(export(model, x)).to_executorch()
-
-def bundle(inputs, expected_outputs):
-    suite = MethodTestSuite("forward", [MethodTestCase(inputs=inputs, expected_outputs=expected_outputs)])
-    return serialize_from_bundled_program_to_flatbuffer(BundledProgram(program, [suite]))
-"""
-
-# stored(tensor) is what a NamedDataStore serializes for it; `layouts` the two it accepts.
-NAMED_DATA = """
-import torch
-from executorch.exir._serialize._named_data_store import NamedDataStore
-
-def stored(tensor):
-    store = NamedDataStore()
-    store.add_named_data("w", tensor)
-    output = store.get_named_data_store_output()
-    return [bytes(buffer) for buffer in output.buffers], output.pte_data
-
-weight = torch.randn(2, 3, 4, 5)
-layouts = {"contiguous": weight, "channels_last": weight.to(memory_format=torch.channels_last)}
-"""
 
 
 class ChildCaseTest(unittest.TestCase):

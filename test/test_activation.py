@@ -22,7 +22,8 @@ import unittest
 from pathlib import Path
 
 from executorch_device_guard._hook import SITES
-from executorch_device_guard._selfcheck import CASES, run_cases, run_child
+from executorch_device_guard._selfcheck import CASES, run_cases, run_child, SIGSEGV, SIMULATION
+from executorch_device_guard.tests import simulated_device
 
 REPO = Path(__file__).resolve().parents[1]
 PTH = "executorch_device_guard.pth"
@@ -66,7 +67,9 @@ class TestInstalls(unittest.TestCase):
         _pip(self.python, "uninstall", "-y", "executorch-device-guard")
         leftovers = [p.name for p in self.site_packages.iterdir() if "executorch_device_guard" in p.name]
         self.assertEqual(leftovers, [])
-        unguarded = CASES[1]._replace(name="after uninstall", returncode=CASES[0].returncode, stderr_has=())
+        # The package is gone, so the child carries the simulation's source instead of importing it.
+        script = CASES[1].script.replace(SIMULATION, Path(simulated_device.__file__).read_text())
+        unguarded = CASES[1]._replace(name="after uninstall", script=script, returncode=SIGSEGV, stderr_has=())
         for case, failure in run_cases((unguarded,), python=str(self.python)):
             self.assertIsNone(failure, case.name)
 
@@ -208,7 +211,7 @@ class TestReadme(unittest.TestCase):
     def test_site_table_matches_code(self) -> None:
         readme = (REPO / "README.md").read_text()
         rows = re.findall(r"^\| `(executorch\.[\w.]+)` \| `([\w.]+)` \|", readme, re.MULTILINE)
-        self.assertEqual(rows, [(module, qualname) for module, qualname, _ in SITES])
+        self.assertEqual(rows, [(module, qualname) for module, qualname, _, _ in SITES])
 
 
 if __name__ == "__main__":

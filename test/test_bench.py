@@ -48,4 +48,11 @@ def test_quick_benchmark_prints_the_table(tmp_path: Path) -> None:
     start = [name for name in rows if name.startswith("interpreter start")]
     assert len(start) == 5, start
     assert rows["interpreter start, torch / executorch imported"][0] == "neither"
+
+    # Host and simulated cuda:0 channels-last next to contiguous, channels-last-3d, next to upstream.
+    named = [name for name in rows if name.startswith("named data ")]
+    assert len(named) == 4, named
+    assert sum("channels-last vs contiguous" in name for name in named) == 2, named
+    assert any("channels-last-3d" in name for name in named), named
+    assert any("guarded vs upstream" in name for name in named), named
     assert any(line.startswith("| measurement") for line in out.read_text().splitlines())

@@ -16,7 +16,9 @@ exits non-zero when one differs.
     python test/upstream.py a/test_x.py::TestX::test_y,a/test_z.py   # one suite, two targets
 
 A suite is one or more pytest targets (files, folders or node ids), comma-separated, relative to
-the executorch package folder.
+the executorch package folder. upstream/check.py runs suites the same way, on patched and unpatched
+copies of ExecuTorch: it reuses environment(), run_pytest(), completed(), counts(), compare() and
+table().
 """
 
 import argparse
@@ -80,11 +82,16 @@ def executorch_root() -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def _env(guard: bool) -> Dict[str, str]:
+def environment(guard: bool, pythonpath: Optional[Path] = None) -> Dict[str, str]:
+    """This process's environment with the guard on or off, and `pythonpath` first on sys.path."""
     env = dict(os.environ)
     env[ENV_VAR] = "1" if guard else "0"
     # Keep pytest's assertion rewriting from writing .pyc files into the installed wheel.
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if pythonpath is not None:
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(pythonpath)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+        )
     return env
 
 
@@ -96,7 +103,7 @@ def guard_is_active(guard: bool, cwd: str) -> bool:
     )
     out = subprocess.run(
         [sys.executable, "-c", code],
-        env=_env(guard),
+        env=environment(guard),
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -131,12 +138,18 @@ def parse_junit(path: Path) -> Tuple[Dict[str, str], Dict[str, str]]:
 
 
 def run_pytest(
-    root: Path, targets: Sequence[str], guard: bool, workers: int, timeout: float, workdir: Path
+    root: Path,
+    targets: Sequence[str],
+    env: Dict[str, str],
+    workers: int,
+    timeout: float,
+    workdir: Path,
+    name: str = "pytest",
 ) -> Run:
-    """Runs the targets in a pytest subprocess, outside /work/main's pytest configuration."""
-    mode = "guarded" if guard else "unguarded"
-    xml = workdir / f"{mode}.xml"
-    log = workdir / f"{mode}.log"
+    """Runs the targets in a pytest subprocess with `env`, outside this repository's pytest
+    configuration; junit XML and log go to workdir/<name>.xml and .log."""
+    xml = workdir / f"{name}.xml"
+    log = workdir / f"{name}.log"
     command = [
         sys.executable, "-m", "pytest",
         "-c", os.devnull,  # no ini file: ignore any pyproject.toml/pytest.ini around the cwd
@@ -154,7 +167,7 @@ def run_pytest(
     with open(log, "w") as out:
         try:
             returncode = subprocess.run(
-                command, env=_env(guard), cwd=workdir, stdout=out, stderr=subprocess.STDOUT,
+                command, env=env, cwd=workdir, stdout=out, stderr=subprocess.STDOUT,
                 timeout=timeout,
             ).returncode
         except subprocess.TimeoutExpired:
@@ -165,16 +178,45 @@ def run_pytest(
     return Run(outcomes, messages, returncode, tail, seconds)
 
 
-def _counts(outcomes: Dict[str, str]) -> str:
+def completed(run: Run) -> bool:
+    """pytest exits 0 or 1 after a complete run; anything else (or no junit) is broken."""
+    return run.returncode in (0, 1) and bool(run.outcomes)
+
+
+def counts(outcomes: Dict[str, str]) -> str:
+    """Passed/failed/error/skipped counts, as in the results tables."""
     return "/".join(str(sum(1 for o in outcomes.values() if o == kind)) for kind in OUTCOMES)
 
 
-def _label(spec: str) -> str:
+def label(spec: str) -> str:
+    """A suite's name in the table: the suite itself, or the folder of its several targets."""
     targets = spec.split(",")
     if len(targets) == 1:
         return spec
     common = os.path.commonpath([t.split("::")[0] for t in targets])
     return f"{common}/ ({len(targets)} targets)"
+
+
+def compare(a: Run, b: Run, names: Tuple[str, str]) -> Tuple[List[str], List[str]]:
+    """Tests whose outcome differs between the runs, and tests that did not pass in either."""
+    differences: List[str] = []
+    both_failing: List[str] = []
+    for test in sorted(set(a.outcomes) | set(b.outcomes)):
+        x, y = a.outcomes.get(test, "absent"), b.outcomes.get(test, "absent")
+        if x != y:
+            differences.append(f"{test}: {names[0]} {x}, {names[1]} {y}  [{a.messages.get(test, '')}]")
+        elif x != "passed":
+            both_failing.append(f"{test}: {x}  [{a.messages.get(test, '')}]")
+    return differences, both_failing
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> List[str]:
+    """A markdown table with aligned columns."""
+    widths = [max(len(r[i]) for r in [*rows, headers]) for i in range(len(headers))]
+    return [
+        "| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths)) + " |"
+        for row in [headers, tuple("-" * w for w in widths), *rows]
+    ]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -208,32 +250,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             targets = [t for t in spec.split(",") if t]
             runs: Dict[bool, Run] = {}
             for guard in (True, False):
+                mode = "guarded" if guard else "unguarded"
                 workdir = Path(tmp) / f"suite{index}-{'on' if guard else 'off'}"
                 workdir.mkdir()
-                runs[guard] = run_pytest(root, targets, guard, args.workers, args.timeout, workdir)
+                runs[guard] = run_pytest(
+                    root, targets, environment(guard), args.workers, args.timeout, workdir, mode
+                )
                 run = runs[guard]
-                print(f"  {_label(spec)} [{ENV_VAR}={int(guard)}]: exit {run.returncode}, "
+                print(f"  {label(spec)} [{ENV_VAR}={int(guard)}]: exit {run.returncode}, "
                       f"{len(run.outcomes)} tests, {run.seconds:.0f} s", flush=True)
-                # pytest exits 0 or 1 after a complete run; anything else (or no junit) is broken.
-                if run.returncode not in (0, 1) or not run.outcomes:
+                if not completed(run):
                     broken = True
                     print(f"pytest did not complete:\n{run.log_tail}")
             on, off = runs[True].outcomes, runs[False].outcomes
-            same = on == off
-            rows.append((_label(spec), _counts(on), _counts(off), "yes" if same else "NO"))
-            for test in sorted(set(on) | set(off)):
-                a, b = on.get(test, "absent"), off.get(test, "absent")
-                if a != b:
-                    differences.append(f"{test}: guarded {a}, unguarded {b}  "
-                                       f"[{runs[True].messages.get(test, '')}]")
-                elif a != "passed":
-                    both_failing.append(f"{test}: {a}  [{runs[True].messages.get(test, '')}]")
+            rows.append((label(spec), counts(on), counts(off), "yes" if on == off else "NO"))
+            differ, not_passed = compare(runs[True], runs[False], ("guarded", "unguarded"))
+            differences += differ
+            both_failing += not_passed
 
-    headers = ("suite", "guarded P/F/E/S", "unguarded P/F/E/S", "identical")
-    widths = [max(len(r[i]) for r in rows + [headers]) for i in range(4)]
     print()
-    for row in [headers, tuple("-" * w for w in widths)] + rows:
-        print("| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths)) + " |")
+    print("\n".join(table(("suite", "guarded P/F/E/S", "unguarded P/F/E/S", "identical"), rows)))
     print(f"\ntotal time: {time.monotonic() - started:.0f} s")
     if both_failing:
         print("\nnot passed in either mode (same outcome both ways):")

@@ -4,6 +4,8 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
+# pyre-strict
+
 """A CPU stand-in for device memory, so that the crash and the guard can be shown without a GPU.
 
 To the host, a CUDA storage is a storage whose device is cuda:0 and whose data_ptr() is an address
@@ -11,8 +13,8 @@ it cannot read. SimulatedDeviceStorage is exactly that: it reports cuda:0 and a 
 PROT_NONE mapping, so a host read through ctypes dies with SIGSEGV as it does on a GPU machine,
 while torch's own bulk copy (storage.cpu()) still sees the real bytes, as a device-to-host copy
 would. The tensor's numpy() refuses as torch does for CUDA, and element reads (storage[i], one
-transfer each on a GPU) are counted. Self-contained (torch and the stdlib only): tests run its source in child interpreters
-that must not import executorch_device_guard.
+transfer each on a GPU) are counted. A host read that the guard misses kills the process, so tests
+use it in child interpreters.
 """
 
 import ctypes
@@ -22,7 +24,14 @@ import torch
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
-_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+_libc.mmap.argtypes = [
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_int,
+    ctypes.c_int,
+    ctypes.c_int,
+    ctypes.c_long,
+]
 _PROT_NONE = 0  # Python's mmap module names PROT_READ/WRITE/EXEC only
 _UNREADABLE_SIZE = 1 << 30  # address space only: PROT_NONE pages are never backed
 _UNREADABLE = _libc.mmap(
@@ -50,7 +59,9 @@ class SimulatedDeviceStorage(torch.UntypedStorage):
 
 
 def _numpy(*args: object, **kwargs: object) -> None:
-    raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.")
+    raise TypeError(
+        "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."
+    )
 
 
 def simulate_device(tensor: torch.Tensor) -> torch.Tensor:
