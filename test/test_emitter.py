@@ -14,34 +14,15 @@ import importlib.util
 import json
 import unittest
 
+import executorch_device_guard.tests.test_host_data as series
 from cases import ChildCaseTest
-from executorch_device_guard._selfcheck import Case, CASES, run_child, SIGSEGV, SIMULATION
+from executorch_device_guard._selfcheck import Case, CASES, run_child, SIGSEGV
 
-_PREAMBLE = SIMULATION + """
-import torch
-from torch.export import export
-from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
+_PREAMBLE = series.MODEL + series.MODULES + """
+from executorch.exir import ExecutorchBackendConfig
 
 def linear():
     return torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()
-
-class WithBuffer(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.register_buffer("offset", torch.arange(4.0))
-
-    def forward(self, x):
-        return x + self.offset
-
-class WithLiftedConstant(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.table = torch.arange(4.0)
-
-    def forward(self, x):
-        return x + self.table
-
-x = (torch.ones(2, 4),)
 """
 
 _DEVICE_TAGGED = """
@@ -98,7 +79,7 @@ programs = {
     "linear": lowered(linear(), x).to_executorch(),
     "conv_bn": lowered(conv_bn(), (torch.randn(1, 3, 8, 8),)).to_executorch(),
     "buffer": lowered(WithBuffer(), x).to_executorch(),
-    "lifted_constant": lowered(WithLiftedConstant(), x).to_executorch(),
+    "lifted_constant": lowered(WithConstant(), x).to_executorch(),
     "constant_methods": lowered(linear(), x, constant_methods={"table": torch.arange(5.0), "n": 3}).to_executorch(),
     "external_constants": lowered(linear(), x).to_executorch(ExecutorchBackendConfig(external_constants=True)),
 }

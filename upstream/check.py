@@ -16,7 +16,7 @@ runs in child processes:
 - the package's child-process cases (executorch_device_guard._selfcheck) whose expected result is
   the guard's, and the package's own copy of the test module, against the patched tree;
 - the simulated-weight reproducer with the runtime guard on as well: it raises once, one message;
-- with --suites, upstream's test_emit.py and bundled_program tests in the patched and in an
+- with --suites, upstream's own tests of the files that the series changes, in the patched and in an
   unpatched copy: the per-test outcomes must be identical.
 
 With --upstream-git, it also checks that the whole series applies to an upstream revision (and
@@ -50,7 +50,14 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 REPO = Path(__file__).resolve().parents[1]
 SERIES = REPO / "upstream"
 OLDER_RELEASE = "v1.4.1"  # reported, not required: the series is based on the newest release
-SUITES = ("exir/emit/test/test_emit.py", "devtools/bundled_program/test")
+# Upstream's tests of each file that the series changes (a suite may join targets with commas).
+SUITES = (
+    "exir/emit/test/test_emit.py",
+    "devtools/bundled_program/test",
+    "exir/_serialize/test/test_named_data_store.py",
+    "backends/xnnpack/test/serialization",
+    "backends/vulkan/test/test_serialization.py",
+)
 TIMEOUT = 1800.0  # seconds for one pytest run
 ERROR_LINE = "executorch.exir.error.InternalError:"
 

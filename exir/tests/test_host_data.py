@@ -35,6 +35,26 @@ model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()
 x = (torch.ones(2, 4),)
 """
 
+# A buffer and a lifted tensor constant, for scripts after MODEL.
+MODULES = """
+class WithBuffer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("offset", torch.arange(4.0))
+
+    def forward(self, x):
+        return x + self.offset
+
+
+class WithConstant(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.table = torch.arange(4.0)
+
+    def forward(self, x):
+        return x + self.table
+"""
+
 DEVICE_ERROR = (
     "InternalError",
     "cuda:0",
@@ -76,15 +96,8 @@ edge.to_executorch()
     )
     BUFFER = (
         MODEL
+        + MODULES
         + """
-class WithBuffer(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.register_buffer("offset", torch.arange(4.0))
-
-    def forward(self, x):
-        return x + self.offset
-
 edge = to_edge_transform_and_lower(export(WithBuffer(), x))
 simulate_device(edge.exported_program().state_dict["offset"])
 edge.to_executorch()
@@ -92,15 +105,8 @@ edge.to_executorch()
     )
     LIFTED_CONSTANT = (
         MODEL
+        + MODULES
         + """
-class WithConstant(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.table = torch.arange(4.0)
-
-    def forward(self, x):
-        return x + self.table
-
 edge = to_edge_transform_and_lower(export(WithConstant(), x))
 simulate_device(edge.exported_program().constants["table"])
 edge.to_executorch()
