@@ -146,6 +146,27 @@ print(json.dumps({
 }))
 """
 
+_OLDER_RELEASE = """
+import json, types, warnings
+from executorch_device_guard import _patch
+
+# executorch 1.1.0's named data store: add_named_data, but no _tensor_to_bytes yet (from 1.2.0).
+_patch._executorch_version = lambda: "1.1.0"
+fake = types.ModuleType("executorch.exir._serialize._named_data_store")
+class NamedDataStore:
+    def add_named_data(self, key, data, alignment=1, external_tag=None, tensor_layout=None):
+        return "original"
+fake.NamedDataStore = NamedDataStore
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    _patch.patch_module(fake)
+print(json.dumps({
+    "patched": sorted(_patch.PATCHED),
+    "skipped": _patch.SKIPPED,
+    "warnings": [str(w.message) for w in caught if "executorch-device-guard" in str(w.message)],
+}))
+"""
+
 _UNIMPORTABLE_WRAPPERS = """
 import json, sys, warnings
 sys.modules["executorch_device_guard._sites"] = None  # as if ExecuTorch's internals had moved
@@ -199,6 +220,15 @@ class TestStartupHook(unittest.TestCase):
         )
         self.assertEqual(len(result["warnings"]), 1)
         self.assertIn("unpatched", result["warnings"][0])
+
+    def test_sites_newer_than_the_release_are_skipped_without_warning(self) -> None:
+        result = _json(_OLDER_RELEASE, guard=False)
+        store = "executorch.exir._serialize._named_data_store."
+        self.assertEqual(result["patched"], [store + "NamedDataStore.add_named_data"])
+        self.assertEqual(
+            result["skipped"], {store + "_tensor_to_bytes": "not in executorch 1.1.0 (added in 1.2.0)"}
+        )
+        self.assertEqual(result["warnings"], [])
 
     def test_import_executorch_survives_broken_wrappers(self) -> None:
         result = _json(_UNIMPORTABLE_WRAPPERS, guard=True)
