@@ -11,6 +11,7 @@ so what it shows is what installing the package does. The tests reuse these scri
 """
 
 import os
+import re
 import subprocess
 import sys
 from typing import List, NamedTuple, Optional, Tuple
@@ -119,9 +120,11 @@ def cpu_program_failure(python: str = sys.executable) -> Optional[str]:
     for guard, child in children.items():
         stdout, stderr = child.communicate()
         if child.returncode != 0:
+            # The chain of exceptions: the cause (e.g. no flatc found) comes before the last one.
+            raised = [line for line in stderr.splitlines() if re.match(r"[\w.]+(Error|Exception): ", line)]
             return (
                 f"ExecuTorch's own export of a CPU model fails here (guard {'on' if guard else 'off'}, "
-                f"exit status {child.returncode}): {stderr.strip().splitlines()[-1:]}"
+                f"exit status {child.returncode}): {' / '.join(raised) or stderr.strip()[-500:]}"
             )
         digests[guard] = stdout.split()[-1]
     if digests[True] != digests[False]:
