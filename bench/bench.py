@@ -300,7 +300,7 @@ def to_executorch_child(model: str, sizes: Sizes) -> None:
 
         # The checks that the wrappers in _sites call: everything the guard does per constant
         # but two Python calls (the wrapper and its closure).
-        for name in ("check_constant", "check_constant_methods", "host_storage", "host_tensor"):
+        for name in ("check_host_spec", "check_host_tensor", "host_spec", "host_tensor"):
             if hasattr(_sites, name):
                 setattr(_sites, name, meter.wrap(getattr(_sites, name)))
     wall, cpu = time.perf_counter(), time.process_time()

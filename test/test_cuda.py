@@ -13,12 +13,11 @@ skipped on a machine that has a GPU.
 import importlib.util
 import unittest
 
-import executorch_device_guard.tests.test_host_data as series
 import torch
-from cases import ChildCaseTest
+from cases import BUNDLE, ChildCaseTest, MODEL, NAMED_DATA, XNNPACK
 from executorch_device_guard._selfcheck import Case, cpu_program_failure, CUDA_CASES, SIGSEGV
 
-_CUDA_BACKEND = series.MODEL + """
+_CUDA_BACKEND = MODEL + """
 from executorch.backends.cuda.cuda_backend import CudaBackend
 from executorch.backends.cuda.cuda_partitioner import CudaPartitioner
 from executorch.exir import EdgeCompileConfig
@@ -32,7 +31,7 @@ program = edge.to_executorch()
 assert len(program.buffer) > 0
 """
 
-_BUNDLED = series.MODEL + series.BUNDLE + """
+_BUNDLED = MODEL + BUNDLE + """
 # Test values computed by the CUDA model, as users do.
 inputs = [torch.randn(2, 4).cuda()]
 expected = [model.cuda()(*inputs)]
@@ -40,12 +39,12 @@ on_host = bundle([t.cpu() for t in inputs], [t.cpu() for t in expected])
 assert bundle(inputs, expected) == on_host, "bundled bytes differ from the CPU result"
 """
 
-_XNNPACK = series.XNNPACK + """
+_XNNPACK = XNNPACK + """
 model, x = model.cuda(), tuple(t.cuda() for t in x)
 to_edge_transform_and_lower(export(model, x), partitioner=[XnnpackPartitioner()]).to_executorch()
 """
 
-_NAMED_DATA = series.NAMED_DATA + """
+_NAMED_DATA = NAMED_DATA + """
 for tensor in layouts.values():
     assert stored(tensor.cuda()) == stored(tensor), "named data differs from the CPU result"
 """

@@ -14,11 +14,10 @@ import importlib.util
 import json
 import unittest
 
-import executorch_device_guard.tests.test_host_data as series
-from cases import ChildCaseTest
+from cases import ChildCaseTest, MODEL, MODULES
 from executorch_device_guard._selfcheck import Case, CASES, run_child, SIGSEGV
 
-_PREAMBLE = series.MODEL + series.MODULES + """
+_PREAMBLE = MODEL + MODULES + """
 from executorch.exir import ExecutorchBackendConfig
 
 def linear():

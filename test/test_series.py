@@ -4,7 +4,8 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""The upstream series: the committed patches are what upstream/generate.py makes of this code,
+"""The upstream series: the committed patches are what upstream/generate.py makes of this code
+(messages and Python hunks: the Buck and workflow hunks need an upstream checkout, which CI lacks),
 and applied to a copy of the installed ExecuTorch they pass their own tests and the package's
 child cases with the runtime guard off (upstream/check.py).
 
@@ -34,6 +35,6 @@ class TestSeries(unittest.TestCase):
 
     def test_patched_executorch_passes_without_the_runtime_guard(self) -> None:
         result = subprocess.run(
-            [sys.executable, str(UPSTREAM / "check.py"), "-n", "2"], capture_output=True, text=True
+            [sys.executable, str(UPSTREAM / "check.py")], capture_output=True, text=True
         )
         self.assertEqual(result.returncode, 0, result.stdout[-5000:] + result.stderr[-3000:])

@@ -4,33 +4,36 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""Applies the upstream patch series to a copy of the installed ExecuTorch and tests the result.
+"""Applies the upstream patch series and checks it as ExecuTorch's maintainers would.
 
-The series must stand on its own: applied to ExecuTorch's own source, with the runtime guard off
-(EXECUTORCH_DEVICE_GUARD=0) and the patched copy first on sys.path, it must give what the guard
-gives. The script copies the installed executorch package folder (it has the repository's layout)
-to a temporary folder and applies the patches that it can hold with `git apply` (never fuzzy), then
-runs in child processes:
+The series must stand on its own. The script copies the installed executorch package folder (it
+has the repository's layout) to a temporary folder, applies the series with `git apply` (never
+fuzzy; the wheel has no Buck files and no .github/, so those hunks are left out) and, with the
+runtime guard off (EXECUTORCH_DEVICE_GUARD=0) and the patched copy first on sys.path, runs:
 
-- the series' own tests (exir/tests/test_host_data.py of the patched copy);
-- the package's child-process cases (executorch_device_guard._selfcheck) whose expected result is
-  the guard's, and the package's own copy of the test module, against the patched tree;
-- the simulated-weight reproducer with the runtime guard on as well: it raises once, one message;
-- with --suites, upstream's own tests of the files that the series changes, in the patched and in an
-  unpatched copy: the per-test outcomes must be identical.
+- the series' tests, in one fresh pytest process: they pass (the CUDA test skips without a GPU),
+  and with --time-limit, without a GPU, within that many seconds;
+- the package's child-process cases whose expected result is the guard's, against the patched
+  tree; and the simulated-weight reproducer with the runtime guard on as well: it raises once;
+- with --mutations, the series' tests once per edit of the series left out: that site's tests
+  fail or crash, every other test passes;
+- with --suites, upstream's suites of the changed folders in the patched and an unpatched copy:
+  identical per-test outcomes of upstream's own tests.
 
-With --upstream-git, it also checks that the whole series applies to an upstream revision (and
-reports it for the previous release), lints the files that the series adds or changes with
-upstream's flake8 and ufmt settings, and with --actionlint runs actionlint on the workflow before
-and after the CI patch.
+With --upstream-git, on the upstream revision --ref: `git am` of the whole series onto its
+versions of the touched files (and, reported only, `git apply` onto the previous release); the
+Buck check (upstream/buck.py); upstream's lintrunner linters (upstream/lint.py, with
+--lint-python); with --actionlint, actionlint on the workflow before and after the CI patch.
 
     python upstream/check.py                      # apply to the installed release, run the tests
-    python upstream/check.py -n 2 --suites --upstream-git DIR --actionlint 'node run.js' --out R.md
+    python upstream/check.py -n 2 --mutations --suites --upstream-git DIR \\
+        --lint-python VENV/bin/python --actionlint 'node run.js' --out upstream/RESULTS.md
 
 Every check prints one summary line (ok/FAIL); the exit status is 1 if any failed.
 """
 
 import argparse
+import fnmatch
 import importlib.metadata
 import importlib.util
 import json
@@ -50,16 +53,10 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 REPO = Path(__file__).resolve().parents[1]
 SERIES = REPO / "upstream"
 OLDER_RELEASE = "v1.4.1"  # reported, not required: the series is based on the newest release
-# Upstream's tests of each file that the series changes (a suite may join targets with commas).
-SUITES = (
-    "exir/emit/test/test_emit.py",
-    "devtools/bundled_program/test",
-    "exir/_serialize/test/test_named_data_store.py",
-    "backends/xnnpack/test/serialization",
-    "backends/vulkan/test/test_serialization.py",
-)
 TIMEOUT = 1800.0  # seconds for one pytest run
 ERROR_LINE = "executorch.exir.error.InternalError:"
+# What the wheel lacks: `git apply` leaves these hunks out on the installed release.
+NOT_IN_WHEEL = ("*BUCK", "*TARGETS", "*.bzl", ".github/*")
 
 
 def _load(name: str, path: Path) -> ModuleType:
@@ -72,11 +69,14 @@ def _load(name: str, path: Path) -> ModuleType:
     return module
 
 
-# test/upstream.py runs and compares pytest suites; generate.py holds upstream's formatter settings.
+# test/upstream.py runs and compares pytest suites; generate.py holds the series' table.
 runner = _load("_upstream_tests", REPO / "test" / "upstream.py")
 generate = _load("_upstream_generate", SERIES / "generate.py")
-TEST_MODULE: str = generate.TEST_MODULE
-WORKFLOW: str = generate.WORKFLOW
+buck = _load("_upstream_buck", SERIES / "buck.py")
+lint = _load("_upstream_lint", SERIES / "lint.py")
+TEST_FILES: Tuple[str, ...] = tuple(
+    path for patch in generate.PATCHES for path in patch.new_files if Path(path).name.startswith("test_")
+)
 
 
 class Patch(NamedTuple):
@@ -88,11 +88,6 @@ class Patch(NamedTuple):
     @property
     def name(self) -> str:
         return self.path.name
-
-    @property
-    def in_wheel(self) -> bool:
-        """The wheel ships the source tree without .github/: such patches need a checkout."""
-        return not any(f.startswith(".github/") for f in self.files)
 
 
 class Result(NamedTuple):
@@ -153,6 +148,8 @@ def _git_env(folder: Path) -> Dict[str, str]:
         "GIT_CEILING_DIRECTORIES": str(folder.resolve().parent),
         "GIT_CONFIG_GLOBAL": os.devnull,
         "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "check", "GIT_AUTHOR_EMAIL": "check@localhost",
+        "GIT_COMMITTER_NAME": "check", "GIT_COMMITTER_EMAIL": "check@localhost",
     }
 
 
@@ -160,12 +157,6 @@ def git_apply(patch: Path, folder: Path, *options: str) -> Optional[str]:
     """Runs `git apply` in `folder`; git's message if it fails, else None."""
     result = _run(["git", "apply", *options, str(patch)], cwd=folder, env=_git_env(folder))
     return None if result.returncode == 0 else (result.stderr + result.stdout).strip()
-
-
-def offsets(patch: Path, folder: Path) -> List[str]:
-    """The hunks that git would apply at other lines than the patch says (never with fuzz)."""
-    result = _run(["git", "apply", "--check", "-v", str(patch)], cwd=folder, env=_git_env(folder))
-    return [line.rstrip(".") for line in result.stderr.splitlines() if "offset" in line]
 
 
 def _difference(hunk: List[str], lines: List[str]) -> str:
@@ -188,7 +179,7 @@ class Applied(NamedTuple):
     offsets: List[str]
 
 
-def apply_series(patches: Sequence[Patch], folder: Path) -> List[Applied]:
+def apply_series(patches: Sequence[Patch], folder: Path, *options: str) -> List[Applied]:
     """Checks, then applies, each patch in turn; returns each with git's error, if any.
 
     A patch that does not apply goes in with --reject (the hunks that apply), so that the later
@@ -198,17 +189,19 @@ def apply_series(patches: Sequence[Patch], folder: Path) -> List[Applied]:
     results: List[Applied] = []
     for patch in patches:
         moved: List[str] = []
-        error = git_apply(patch.path, folder, "--check")
+        error = git_apply(patch.path, folder, "--check", *options)
         if error is None:
-            moved = offsets(patch.path, folder)
-            error = git_apply(patch.path, folder)
+            verbose = _run(["git", "apply", "--check", "-v", *options, str(patch.path)], cwd=folder,
+                           env=_git_env(folder))
+            moved = [line.rstrip(".") for line in verbose.stderr.splitlines() if "offset" in line]
+            error = git_apply(patch.path, folder, *options)
         else:
             before = {
                 path: (folder / path).read_text().splitlines()
                 for path in patch.files
                 if (folder / path).is_file()
             }
-            git_apply(patch.path, folder, "--reject")
+            git_apply(patch.path, folder, "--reject", *options)
             for path in patch.files:
                 rejected = folder / f"{path}.rej"
                 if not rejected.exists():
@@ -216,8 +209,7 @@ def apply_series(patches: Sequence[Patch], folder: Path) -> List[Applied]:
                 hunk: List[str] = []
                 for line in rejected.read_text().splitlines()[1:] + ["@@"]:
                     if line.startswith("@@") and hunk:
-                        where = _difference(hunk, before.get(path, []))
-                        error += f"\nrejected: {path} {hunk[0]}\n  {where}"
+                        error += f"\nrejected: {path} {hunk[0]}\n  {_difference(hunk, before.get(path, []))}"
                         hunk = []
                     hunk.append(line)
                 rejected.unlink()
@@ -249,25 +241,25 @@ def copy_package(root: Path, site: Path) -> Path:
     return target
 
 
-# Run in a child: where executorch comes from, and what the emitter's constant read looks like.
+# Run in a child: where executorch comes from, whether the runtime guard wraps the emitter, and
+# whether the emitter's placeholder has the series' check.
 PROBE = """
 import inspect, json, sys
 import executorch
 import executorch.exir.emit._emitter as emitter
-function = emitter._Emitter._tensor_spec_to_evalue
 print(json.dumps({
     "executorch": getattr(executorch, "__file__", None) or list(executorch.__path__)[0],
     "files": [getattr(m, "__file__", None) or "" for n, m in list(sys.modules.items())
               if n.startswith("executorch.")],
-    "wrapped": hasattr(function, "__wrapped__"),
-    "checks": "check_constant(" in inspect.getsource(inspect.unwrap(function)),
+    "wrapped": hasattr(emitter._Emitter._tensor_spec_to_evalue, "__wrapped__"),
+    "checks": "check_host_spec(" in inspect.getsource(emitter._TopLevelEmitter.placeholder),
 }))
 """
 
 
 def probe(env: Dict[str, str], site: Path, wrapped: bool, checks: bool) -> Optional[str]:
     """Says how a child with `env` differs from: executorch from `site` (every executorch module
-    it loads), the runtime guard's wrapper present or not, the patched check present or not."""
+    it loads), the runtime guard's wrapper present or not, the series' check present or not."""
     result = _run([sys.executable, "-c", PROBE], env=env, cwd=site.parent)
     if result.returncode != 0:
         return f"the probe failed (exit {result.returncode}): {result.stderr[-2000:]}"
@@ -280,222 +272,238 @@ def probe(env: Dict[str, str], site: Path, wrapped: bool, checks: bool) -> Optio
     if seen["wrapped"] != wrapped:
         problems.append(f"_tensor_spec_to_evalue {'has' if seen['wrapped'] else 'lacks'} __wrapped__")
     if seen["checks"] != checks:
-        calls = "calls" if seen["checks"] else "lacks"
-        problems.append(f"_tensor_spec_to_evalue {calls} check_constant(")
+        problems.append(f"_TopLevelEmitter.placeholder {'calls' if seen['checks'] else 'lacks'} check_host_spec(")
     return "; ".join(problems) or None
 
 
 def cuda_available(env: Dict[str, str]) -> Tuple[bool, str]:
     """Whether torch sees a GPU in a child, and torch's version."""
     code = "import torch; print(torch.__version__, torch.cuda.is_available())"
-    result = _run([sys.executable, "-c", code], env=env)
-    words = result.stdout.split()
+    words = _run([sys.executable, "-c", code], env=env).stdout.split()
     return words[-1:] == ["True"], (words[0] if words else "?")
 
 
-def run_tests(
-    report: Report, title: str, root: Path, targets: Sequence[str], env: Dict[str, str],
-    workers: int, workdir: Path, allowed_skips: Sequence[str],
-) -> bool:
-    """Runs pytest with test/upstream.py's runner; every test must pass, or skip where allowed."""
-    workdir.mkdir(parents=True)
-    run = runner.run_pytest(root, targets, env, workers, TIMEOUT, workdir, "pytest")
-    report.say(f"{title}: exit {run.returncode}, {len(run.outcomes)} tests, {run.seconds:.0f} s "
-               f"(P/F/E/S {runner.counts(run.outcomes)})")
-    report.say()
+def outcome_table(report: Report, run: Any) -> None:
     rows = [(test, run.outcomes[test], run.messages.get(test, "")) for test in sorted(run.outcomes)]
     for line in runner.table(("test", "outcome", "message"), rows or [("(none)", "", "")]):
         report.say(line)
     report.say()
-    bad = [
-        test for test, outcome in run.outcomes.items()
-        if outcome in ("failed", "error")
-        or (outcome == "skipped" and not any(s in test for s in allowed_skips))
-    ]
-    if not runner.completed(run) or bad or run.returncode != 0:
-        report.block(run.log_tail)
-    return runner.completed(run) and run.returncode == 0 and not bad
 
 
 def section_installed(report: Report, patches: Sequence[Patch], patched: Path) -> bool:
-    """The patches that the wheel's tree can hold, applied to the copy: what the tests run on."""
+    """The series applied to the copy of the installed release: what the tests run on."""
     report.say("## The series on the installed release")
     report.say()
-    results = apply_series([p for p in patches if p.in_wheel], patched)
+    excluded = [f"--exclude={pattern}" for pattern in NOT_IN_WHEEL]
+    in_wheel = [p for p in patches if not all(any(fnmatch.fnmatch(f, x) for x in NOT_IN_WHEEL) for f in p.files)]
+    results = apply_series(in_wheel, patched, *excluded)
     report_applied(report, results)
+    ok = all(r.error is None for r in results)
     return report.check(
-        f"applies to executorch {executorch_version()} (installed): "
-        f"{'yes' if all(r.error is None for r in results) else 'no'}",
-        all(r.error is None for r in results),
+        f"applies to executorch {executorch_version()} (installed) with `git apply "
+        f"{' '.join(excluded)}`: {'yes' if ok else 'no'}", ok,
     )
 
 
-def section_upstream(
-    report: Report, patches: Sequence[Patch], git_dir: str, ref: str, workdir: Path
-) -> None:
-    """The whole series against `ref` (required) and the previous release (reported)."""
-    revisions = [(ref, True)] + ([(OLDER_RELEASE, False)] if ref != OLDER_RELEASE else [])
-    for revision, required in revisions:
+def section_upstream(report: Report, patches: Sequence[Patch], git_dir: str, ref: str,
+                     workdir: Path) -> Optional[Path]:
+    """`git am` of the whole series onto `ref`'s versions of the files it touches (required); the
+    same onto the previous release with `git apply` (reported). Returns the repository after am.
+
+    The fetched snapshot lacks a few large blobs, so git cannot write `ref`'s whole tree: the base
+    commit holds the touched files only, which is all that `git am` reads."""
+    paths = sorted({f for p in patches for f in p.files})
+    repo: Optional[Path] = None
+    for revision, required in ((ref, True), (OLDER_RELEASE, False)):
         commit = _run(["git", "--git-dir", git_dir, "log", "-1", "--format=%h %cs", revision])
         if commit.returncode != 0:
             report.check(f"upstream {revision}: not found in {git_dir}", False, required)
             continue
-        folder = workdir / f"upstream-{revision}"
+        folder = workdir / f"upstream-{Path(revision).name}"
         folder.mkdir()
-        # Only the files that the series touches; new files need no base, and any that already
-        # exist upstream are exported so that git reports them.
-        paths = sorted({f for p in patches for f in p.files})
         git = ["git", "--git-dir", git_dir]
         existing = _run([*git, "ls-tree", "-r", "--name-only", revision, "--", *paths]).stdout.split()
-        if existing:  # with no path, git archive would export the whole tree
-            archive = subprocess.run(
-                [*git, "archive", "--format=tar", revision, "--", *existing],
-                capture_output=True, check=True,
-            ).stdout
-            subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+        archive = subprocess.run([*git, "archive", "--format=tar", revision, "--", *existing],
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
         report.say(f"upstream `{revision}` ({commit.stdout.strip()}):")
-        results = apply_series(patches, folder)
-        report_applied(report, results)
-        applies = all(r.error is None for r in results)
-        report.check(
-            f"applies to upstream {revision}: {'yes' if applies else 'no'}"
-            + ("" if required else " (reported only: the series is based on the newest release)"),
-            applies, required,
-        )
+        if not required:
+            results = apply_series(patches, folder)
+            report_applied(report, results)
+            applies = all(r.error is None for r in results)
+            report.check(f"applies to upstream {revision} (reported only: the series is based on "
+                         f"the newest release): {'yes' if applies else 'no'}", applies, required)
+            report.say()
+            continue
+        probe_folder = workdir / "upstream-offsets"
+        shutil.copytree(folder, probe_folder)
+        report_applied(report, apply_series(patches, probe_folder))
+        env = _git_env(folder)
+        for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", f"{revision} (the touched files)"]):
+            subprocess.run(["git", *command], cwd=folder, env=env, check=True, capture_output=True)
+        am = _run(["git", "am", *(str(p.path) for p in patches)], cwd=folder, env=env)
+        report.say(f"`git am upstream/*.patch`: exit {am.returncode}")
+        report.block(am.stdout + am.stderr)
+        ok = am.returncode == 0
+        report.check(f"`git am` applies the whole series to upstream {revision}, Buck files and "
+                     f"workflow included: {'yes' if ok else 'no'}", ok)
         report.say()
+        repo = folder if ok else None
+    return repo
 
 
-def section_lint(
-    report: Report, patches: Sequence[Patch], patched: Path, git_dir: str, ref: str,
-    python: str, workdir: Path,
-) -> None:
-    """flake8 with upstream's .flake8 and ufmt with upstream's settings, on the patched files."""
-    files = sorted({f for p in patches if p.in_wheel for f in p.files if f.endswith(".py")})
-    workdir.mkdir()
-    config = _run(["git", "--git-dir", git_dir, "show", f"{ref}:.flake8"])
-    if config.returncode != 0:
-        report.check(f"flake8: no .flake8 at {ref}: {config.stderr.strip()}", False)
-        return
-    (workdir / ".flake8").write_text(config.stdout)
-    (workdir / "pyproject.toml").write_text(generate.UFMT_CONFIG)
-    for path in files:
-        (workdir / path).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(patched / path, workdir / path)
-    report.say(f"Files: {', '.join(f'`{f}`' for f in files)}")
+def _changed(repo: Path, filter: str) -> List[str]:
+    """The files that the series adds (A) or modifies (M) in the repository after `git am`."""
+    return _run(["git", "diff", "--name-only", f"--diff-filter={filter}", "HEAD~" + str(len(read_series())), "HEAD"],
+                cwd=repo, env=_git_env(repo)).stdout.split()
+
+
+def _overlay(repo: Path, paths: Sequence[str], folder: Path) -> Dict[str, Path]:
+    """Copies `paths` of `repo` into `folder`; returns them by repository path."""
+    files = {}
+    for path in paths:
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        files[path] = Path(shutil.copyfile(repo / path, folder / path))
+    return files
+
+
+def section_buck(report: Report, git_dir: str, ref: str, repo: Path, workdir: Path) -> None:
+    """upstream/buck.py on `ref` with the series applied, against `ref` itself."""
+    added, changed = _changed(repo, "A"), _changed(repo, "M")
+    overlay = workdir / "buck-overlay"
+    _overlay(repo, added + changed, overlay)
+    result = buck.check(buck.Tree.from_git(git_dir, ref, overlay), buck.Tree.from_git(git_dir, ref),
+                        added, changed)
+    report.say(f"Added: {', '.join(f'`{p}`' for p in added)}")
     report.say()
-    linters = (
-        (f"flake8 (upstream {ref} .flake8)", ["-m", "flake8", "--config", ".flake8"]),
-        ("ufmt check (upstream's usort/black settings)", ["-m", "ufmt", "check"]),
-    )
-    for name, arguments in linters:
-        version = _run([python, *arguments[:2], "--version"], cwd=workdir).stdout.split("\n")[0]
-        result = _run([python, *arguments, *files], cwd=workdir)
-        report.say(f"{name}, {version.strip()}: exit {result.returncode}")
-        output = (result.stdout + result.stderr).strip()
-        if output:
-            report.block(output)
-        report.check(f"{name.split(' ')[0]} on the {len(files)} files that the series adds or changes",
-                     result.returncode == 0)
+    owners = [line for line in result.info if "owned by" in line]
+    known = [line for line in result.info if line.startswith("already in main")]
+    report.say("\n".join(f"- {line}" for line in owners))
+    report.say()
+    report.say("<details><summary>")
+    report.say(f"{len(known)} import(s) of the changed targets' existing sources that main's own Buck "
+               "files already leave out of `deps` (unchanged by the series, not counted)")
+    report.say("</summary>")
+    report.say()
+    report.block("\n".join(known))
+    report.say()
+    report.say("</details>")
+    report.say()
+    if result.problems:
+        report.block("\n".join(result.problems))
+    report.check("Buck: every added .py is in the srcs of exactly one target, every executorch import "
+                 "of a changed target is in it or its deps, every dep names a target: "
+                 f"{len(result.problems)} problem(s)", not result.problems)
 
 
-def section_actionlint(
-    report: Report, patches: Sequence[Patch], git_dir: str, ref: str, command: str, workdir: Path
-) -> None:
-    """actionlint on the workflow at `ref` and with the CI patch; the patch adds no problem."""
-    ci = [p for p in patches if WORKFLOW in p.files]
-    if not ci:
-        report.check(f"actionlint: no patch of the series changes {WORKFLOW}", False)
-        return
-    workflow = _run(["git", "--git-dir", git_dir, "show", f"{ref}:{WORKFLOW}"])
-    problems: Dict[str, Tuple[int, List[str]]] = {}
+def section_lint(report: Report, git_dir: str, ref: str, repo: Path, python: str, workdir: Path) -> None:
+    """Upstream's lintrunner linters on every file that the series adds or changes."""
+    paths = _changed(repo, "A") + _changed(repo, "M")
+    files = _overlay(repo, paths, workdir / "lint-files")
+    ok, text = lint.run_lintrunner(git_dir, ref, files, workdir / "lint", python)
+    report.block(text)
+    report.check(f"lintrunner {','.join(lint.LINTERS)} on the {len(files)} files that the series adds "
+                 f"or changes: {'nothing reported' if ok else 'FAILED'}", ok)
+
+
+def section_actionlint(report: Report, git_dir: str, ref: str, repo: Path, command: str,
+                       workdir: Path) -> None:
+    """actionlint on the workflow at `ref` and after the series: the series adds no problem."""
+    workflow = generate.WORKFLOW
+    problems: Dict[str, Tuple[int, List[str], str]] = {}
     for name in ("unpatched", "patched"):
         folder = workdir / "workflow" / name
-        (folder / WORKFLOW).parent.mkdir(parents=True)
-        (folder / WORKFLOW).write_text(workflow.stdout)
-        if name == "patched":
-            for patch in ci:
-                error = git_apply(patch.path, folder)
-                if error is not None:
-                    report.block(error)
-                    report.check(f"actionlint: {patch.name} does not apply to {ref}:{WORKFLOW}", False)
-                    return
-        result = _run([*shlex.split(command), WORKFLOW], cwd=folder)
+        (folder / workflow).parent.mkdir(parents=True)
+        text = (repo / workflow).read_text() if name == "patched" else generate.upstream_text(git_dir, ref, workflow)
+        (folder / workflow).write_text(text)
+        result = _run([*shlex.split(command), str(folder / workflow)], cwd=REPO)
         output = (result.stdout + result.stderr).strip()
-        report.say(f"actionlint on {name} `{WORKFLOW}` ({ref}): exit {result.returncode}"
+        report.say(f"actionlint on {name} `{workflow}`: exit {result.returncode}"
                    f"{'' if output else ', no problems'}")
         if output:
             report.block(output)
         # Compare problems without their line and column, which the patch shifts.
-        lines = [line.split(": ", 1)[-1] for line in result.stdout.splitlines()]
-        problems[name] = (result.returncode, sorted(lines))
-    ok = problems["patched"][0] in (0, 1) and (
-        problems["patched"][0] == 0 or problems["patched"] == problems["unpatched"]
-    )
+        problems[name] = (result.returncode, sorted(line.split(": ", 1)[-1] for line in result.stdout.splitlines()),
+                          result.stderr)
+    ran = all(code in (0, 1) and not stderr for code, _, stderr in problems.values())
+    ok = ran and (problems["patched"][0] == 0 or problems["patched"][:2] == problems["unpatched"][:2])
     report.check(f"actionlint: the patched workflow has no problem that {ref}'s lacks", ok)
 
 
-def section_tests(
-    report: Report, patched: Path, workers: int, require_cuda: bool, workdir: Path
-) -> None:
+def section_mypy(report: Report, patched: Path, workdir: Path) -> None:
+    """mypy --strict, at upstream's pin, on the Python files that the series adds."""
+    added = [path for patch in generate.PATCHES for path in patch.new_files]
+    command = [sys.executable, "-m", "mypy", "--strict", "--explicit-package-bases", "--follow-imports=silent",
+               "--ignore-missing-imports", "--python-version", "3.10", "--cache-dir", str(workdir / "mypy"),
+               *(f"executorch/{path}" for path in added)]
+    result = _run(command, cwd=patched.parent)
+    version = _run([sys.executable, "-m", "mypy", "--version"]).stdout.strip()
+    ours = [line for line in result.stdout.splitlines() if any(line.startswith(f"executorch/{p}:") for p in added)]
+    report.say(f"{version}, run in the patched copy: `{shlex.join(['mypy', *command[3:]])}`: exit {result.returncode}")
+    report.block(result.stdout + result.stderr)
+    report.check(f"mypy --strict: {len(ours)} error(s) in the {len(added)} files that the series adds "
+                 "(errors that it reports in ExecuTorch's own files are not counted)", not ours and "error:" not in result.stderr)
+
+
+def run_series_tests(patched: Path, env: Dict[str, str], workers: int, workdir: Path, name: str) -> Any:
+    workdir.mkdir(parents=True, exist_ok=True)
+    return runner.run_pytest(patched, TEST_FILES, env, workers, TIMEOUT, workdir, name)
+
+
+def section_tests(report: Report, patched: Path, require_cuda: bool, time_limit: Optional[float],
+                  workdir: Path) -> None:
     """The patched tree alone (guard off) gives the guard's results; with the guard, one error."""
     site = patched.parent
     off = runner.environment(False, site)
-    on = runner.environment(True, site)
     gpu, torch_version = cuda_available(off)
     report.say(f"torch {torch_version}, CUDA available: {gpu}")
     report.say()
     problem = probe(off, site, wrapped=False, checks=True)
-    report.check(f"patched tree first on sys.path, runtime guard off, patched emitter: "
-                 f"{problem or 'yes'}", problem is None)
+    report.check(f"patched tree first on sys.path, runtime guard off, patched emitter: {problem or 'yes'}",
+                 problem is None)
     if require_cuda:
         report.check(f"a CUDA device is available (--require-cuda): {gpu}", gpu)
+    report.say()
+    report.say("### The series' tests, in the patched tree")
+    report.say()
+    run = run_series_tests(patched, off, 0, workdir / "series", "series")
+    skipped = sorted(t for t, o in run.outcomes.items() if o == "skipped")
+    bad = [t for t, o in run.outcomes.items() if o in ("failed", "error") or (o == "skipped" and (gpu or "Cuda" not in t))]
+    report.say(f"`{' '.join(TEST_FILES)}`, one pytest process, no xdist: exit {run.returncode}, "
+               f"{len(run.outcomes)} tests, {run.seconds:.1f} s (P/F/E/S {runner.counts(run.outcomes)})")
+    report.say()
+    outcome_table(report, run)
+    if bad or not runner.completed(run):
+        report.block(run.log_tail)
+    report.check(f"the series' tests pass{' (the CUDA test skips: no GPU)' if skipped and not gpu else ', none skipped'}",
+                 runner.completed(run) and not bad)
+    if time_limit and not gpu:
+        report.check(f"its CPU tests take {run.seconds:.1f} s with a fresh interpreter (limit {time_limit:.0f} s)",
+                     run.seconds < time_limit)
+    report.say()
 
-    report.say()
-    report.say("### The series' own tests, in the patched tree")
-    report.say()
-    skips = () if require_cuda or gpu else ("TestEmitterOnCuda",)
-    ok = run_tests(report, f"`{TEST_MODULE}` of the patched copy", patched, [TEST_MODULE], off,
-                   workers, workdir / "own", skips)
-    skipping = " (CUDA class skips without a GPU)" if skips else " (none skipped)"
-    report.check(f"the series' tests pass{skipping}", ok)
-    report.say()
-
-    report.say("### The package's cases against the patched tree (runtime guard off)")
+    report.say("### The package's cases against the patched tree")
     report.say()
     try:
         from executorch_device_guard import _selfcheck
-    except Exception as error:  # the package is being edited, or not installed here
-        report.check(f"import executorch_device_guard._selfcheck: {error!r}", False)
+    except ImportError as error:  # a GPU machine may run the series without the package
+        report.say(f"not run: {error}")
         return
     saved = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = off["PYTHONPATH"]  # the cases' children inherit it
     try:
-        cases = [c for c in _selfcheck.CASES if c.guard] + (
-            [c for c in _selfcheck.CUDA_CASES if c.guard] if gpu else []
-        )
+        cases = [c for c in _selfcheck.CASES if c.guard] + ([c for c in _selfcheck.CUDA_CASES if c.guard] if gpu else [])
         for case, failure in _selfcheck.run_cases(tuple(c._replace(guard=False) for c in cases)):
-            report.check(f"package case '{case.name}': same result with the runtime guard off",
-                         failure is None)
+            report.check(f"package case '{case.name}': same result with the runtime guard off", failure is None)
             if failure is not None:
                 report.block(failure)
-        report.say()
-        ok = run_tests(report, "the package's `exir/tests/test_host_data.py`", REPO,
-                       ["exir/tests/test_host_data.py"], off, workers, workdir / "package", skips)
-        report.check("the package's test module passes against the patched tree", ok)
-        report.say()
-
-        report.say("### Composition: the patched tree with the runtime guard on")
-        report.say()
-        problem = probe(on, site, wrapped=True, checks=True)
+        problem = probe(runner.environment(True, site), site, wrapped=True, checks=True)
         report.check(f"runtime guard on over the patched emitter: {problem or 'yes'}", problem is None)
         returncode, _, stderr = _selfcheck.run_child(_selfcheck.SIMULATED_WEIGHT, True)
         errors = [line for line in stderr.splitlines() if line.startswith(ERROR_LINE)]
-        named = stderr.count("Constant '0.weight'")
-        report.say(f"simulated cuda:0 weight: exit {returncode}, {len(errors)} `{ERROR_LINE}` "
-                   f"line(s), `Constant '0.weight'` {named} time(s)")
+        report.say(f"simulated cuda:0 weight, patched tree and runtime guard: exit {returncode}")
         report.block("\n".join(errors) or stderr[-3000:])
-        once = returncode == 1 and len(errors) == 1 and named == 1
-        report.check("the two raise once, with one message", once)
+        report.check("the two raise once, with one message", returncode == 1 and len(errors) == 1)
     finally:
         if saved is None:
             del os.environ["PYTHONPATH"]
@@ -503,43 +511,92 @@ def section_tests(
             os.environ["PYTHONPATH"] = saved
 
 
-def section_suites(
-    report: Report, root: Path, patched: Path, workers: int, workdir: Path
-) -> None:
-    """Upstream's suites in the patched and an unpatched copy, both guard off, same setup."""
-    report.say("### Upstream's suites: patched vs unpatched copy (runtime guard off in both)")
+def mutant(root: Path, left_out: Any) -> str:
+    """The file of `left_out` with every other edit of the series, and the imports of all of them,
+    formatted as generate.py does."""
+    text = (root / left_out.path).read_text()
+    for patch in generate.PATCHES:
+        for edit in patch.edits:
+            if edit.path == left_out.path and edit != left_out:
+                text = generate.apply_edit(text, edit)
+    if left_out.imports:
+        text = generate.add_import(text, left_out.imports)
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "pyproject.toml").write_text(generate.UFMT_CONFIG)
+        (Path(tmp) / "file.py").write_text(text)
+        subprocess.run([sys.executable, "-m", "ufmt", "--quiet", "format", "file.py"], cwd=tmp, check=True)
+        return (Path(tmp) / "file.py").read_text()
+
+
+def section_mutations(report: Report, root: Path, patched: Path, workers: int, workdir: Path) -> None:
+    """Each edit of the series left out in turn, all others applied: the tests of its patch fail or
+    crash, and every other test passes."""
+    report.say("Each row: the series applied but for one edit; the series' tests run with "
+               f"`pytest -n {workers}` (a crashed worker fails its test and is replaced).")
     report.say()
+    site = workdir / "mutant"
+    copy_package(patched, site)
+    tree = site / "executorch"
+    off = runner.environment(False, site)
+    rows = []
+    for patch in generate.PATCHES:
+        own = [path[:-3].replace("/", ".") + "." for path in patch.new_files if path in TEST_FILES]
+        for edit in patch.edits:
+            target = tree / edit.path
+            target.write_text(mutant(root, edit))
+            run = run_series_tests(tree, off, workers, workdir / f"mutant-{len(rows)}", "mutant")
+            shutil.copyfile(patched / edit.path, target)
+            failing = {t: o for t, o in run.outcomes.items() if o not in ("passed", "skipped")}
+            mine = sorted(t for t in failing if any(t.startswith(prefix) for prefix in own))
+            others = sorted(t for t in failing if t not in mine)
+            crashed = [t for t in mine if "crashed" in run.messages.get(t, "")]
+            passed = sum(1 for o in run.outcomes.values() if o == "passed")
+            ok = runner.completed(run) and bool(mine) and not others
+            rows.append((f"{patch.slug}: {edit.function}",
+                         "; ".join(f"{t.rsplit('.', 1)[-1]} ({'crashed' if t in crashed else failing[t]})" for t in mine),
+                         f"{passed} passed" + (f"; ALSO FAILING: {', '.join(others)}" if others else ""),
+                         "ok" if ok else "FAIL"))
+            if not ok:
+                report.block(run.log_tail)
+    for line in runner.table(("edit left out", "its patch's tests that fail", "the other tests", ""), rows):
+        report.say(line)
+    report.say()
+    report.check(f"each of the {len(rows)} edits is needed by its patch's tests, and by no other",
+                 all(row[3] == "ok" for row in rows))
+
+
+def section_suites(report: Report, root: Path, patched: Path, workers: int, workdir: Path) -> None:
+    """Upstream's suites in the patched and an unpatched copy, both guard off, same setup."""
     plain = copy_package(root, workdir / "plain")
     copies = {"patched": patched, "unpatched": plain}
     for name, folder in copies.items():
-        env = runner.environment(False, folder.parent)
-        problem = probe(env, folder.parent, wrapped=False, checks=name == "patched")
-        report.check(f"{name} copy first on sys.path, runtime guard off: {problem or 'yes'}",
-                     problem is None)
+        problem = probe(runner.environment(False, folder.parent), folder.parent, wrapped=False,
+                        checks=name == "patched")
+        report.check(f"{name} copy first on sys.path, runtime guard off: {problem or 'yes'}", problem is None)
     rows: List[Tuple[str, str, str, str, str]] = []
     differences: List[str] = []
     not_passed: List[str] = []
-    for index, suite in enumerate(SUITES):
+    series = tuple(path[:-3].replace("/", ".") + "." for path in TEST_FILES)
+    for index, suite in enumerate(runner.DEFAULT_SUITES):
         runs = {}
         for name, folder in copies.items():
             run_dir = workdir / f"suite{index}-{name}"
             run_dir.mkdir()
             env = runner.environment(False, folder.parent)
-            run = runner.run_pytest(folder, suite.split(","), env, workers, TIMEOUT, run_dir, name)
-            runs[name] = run
-            report.say(f"- {suite} [{name}]: exit {run.returncode}, {len(run.outcomes)} tests, "
-                       f"{run.seconds:.0f} s")
+            runs[name] = run = runner.run_pytest(folder, suite.split(","), env, workers, TIMEOUT, run_dir, name)
             if not runner.completed(run):
                 report.block(run.log_tail)
-                report.check(f"{suite} [{name}]: pytest completed", False)
-        a, b = runs["patched"], runs["unpatched"]
+                report.check(f"{runner.label(suite)} [{name}]: pytest completed", False)
+        # The series' own tests exist in the patched copy only; they are checked above.
+        a, b = (
+            run._replace(outcomes={t: o for t, o in run.outcomes.items() if not t.startswith(series)})
+            for run in (runs["patched"], runs["unpatched"])
+        )
         differ, failing = runner.compare(a, b, ("patched", "unpatched"))
         differences += differ
         not_passed += failing
-        rows.append((suite, runner.counts(a.outcomes), runner.counts(b.outcomes),
-                     "yes" if a.outcomes == b.outcomes else "NO",
-                     f"{a.seconds:.0f} / {b.seconds:.0f}"))
-    report.say()
+        rows.append((runner.label(suite), runner.counts(a.outcomes), runner.counts(b.outcomes),
+                     "yes" if a.outcomes == b.outcomes else "NO", f"{a.seconds:.0f} / {b.seconds:.0f}"))
     headers = ("suite", "patched P/F/E/S", "unpatched P/F/E/S", "identical", "s, patched / unpatched")
     for line in runner.table(headers, rows):
         report.say(line)
@@ -560,23 +617,26 @@ def section_suites(
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-n", "--workers", type=int, default=0, metavar="N",
-                        help="pytest-xdist workers (0: none)")
+    parser.add_argument("-n", "--workers", type=int, default=2, metavar="N",
+                        help="pytest-xdist workers for --mutations and --suites (default 2)")
+    parser.add_argument("--mutations", action="store_true", help="leave out each edit in turn (minutes)")
     parser.add_argument("--suites", action="store_true",
                         help="also compare upstream's suites, patched vs unpatched (minutes)")
     parser.add_argument("--upstream-git", metavar="DIR", help="a git directory of pytorch/executorch")
-    parser.add_argument("--ref", default="main", help="its revision that the series must apply to")
+    parser.add_argument("--ref", default="refs/heads/main", help="its revision that the series must apply to")
+    parser.add_argument("--lint-python", metavar="PATH",
+                        help="a python with upstream's lint tools (upstream/lint.py --setup; with --upstream-git)")
     parser.add_argument("--actionlint", metavar="CMD",
                         help="command that runs actionlint on a workflow file (with --upstream-git)")
+    parser.add_argument("--mypy", action="store_true", help="mypy --strict on the files the series adds")
     parser.add_argument("--require-cuda", action="store_true",
                         help="fail if no GPU is seen or any test skips (for GPU machines)")
-    parser.add_argument("--lint-python", default=sys.executable, metavar="PATH",
-                        help="the interpreter that has flake8 and ufmt (default: this one)")
-    parser.add_argument("--out", type=Path, metavar="FILE",
-                        help="also write the report to this markdown file")
+    parser.add_argument("--time-limit", type=float, metavar="S",
+                        help="fail if the series' CPU tests take longer (on a quiet machine)")
+    parser.add_argument("--out", type=Path, metavar="FILE", help="also write the report to this markdown file")
     args = parser.parse_args(argv)
-    if args.actionlint and not args.upstream_git:
-        parser.error("--actionlint reads the workflow from --upstream-git")
+    if (args.actionlint or args.lint_python) and not args.upstream_git:
+        parser.error("--actionlint and --lint-python read upstream's files from --upstream-git")
 
     started = time.monotonic()
     report = Report()
@@ -585,9 +645,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     report.say("# The upstream patch series: check")
     report.say()
     report.say(f"- Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC")
-    report.say(f"- Machine: {os.cpu_count()} cores, {platform.machine()}, "
-               f"Python {platform.python_version()}")
-    report.say(f"- executorch {executorch_version()} installed at `{root}`")
+    report.say(f"- Machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}")
+    report.say(f"- executorch {executorch_version()}, installed")
     command = shlex.join(["python", "upstream/check.py", *(sys.argv[1:] if argv is None else argv)])
     report.say(f"- Command: `{command}`")
     report.say("- Series: " + ", ".join(
@@ -602,32 +661,43 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.upstream_git:
             report.say("## The series on upstream")
             report.say()
-            section_upstream(report, patches, args.upstream_git, args.ref, workdir)
-            report.say("## Lint")
-            report.say()
-            section_lint(report, patches, patched, args.upstream_git, args.ref, args.lint_python,
-                         workdir / "lint")
-            report.say()
-            if args.actionlint:
-                section_actionlint(report, patches, args.upstream_git, args.ref, args.actionlint,
-                                   workdir)
+            repo = section_upstream(report, patches, args.upstream_git, args.ref, workdir)
+            if repo is not None:
+                report.say("## Buck")
                 report.say()
+                section_buck(report, args.upstream_git, args.ref, repo, workdir)
+                report.say()
+                if args.lint_python:
+                    report.say("## Lint")
+                    report.say()
+                    section_lint(report, args.upstream_git, args.ref, repo, args.lint_python, workdir)
+                    report.say()
+                if args.actionlint:
+                    section_actionlint(report, args.upstream_git, args.ref, repo, args.actionlint, workdir)
+                    report.say()
         report.say("## Tests in the patched tree")
         report.say()
         if not applied:
             report.check("tests: not run, the series does not apply to the installed release", False)
         else:
-            step = time.monotonic()
-            section_tests(report, patched, args.workers, args.require_cuda, workdir / "runs")
-            report.say()
-            report.say(f"Tests: {time.monotonic() - step:.0f} s.")
-            report.say()
-            if args.suites:
-                step = time.monotonic()
-                section_suites(report, root, patched, args.workers, workdir)
+            if args.mypy:
+                report.say("## Types")
                 report.say()
-                report.say(f"Suites: {time.monotonic() - step:.0f} s.")
+                section_mypy(report, patched, workdir)
                 report.say()
+            section_tests(report, patched, args.require_cuda, args.time_limit, workdir / "runs")
+            for flag, title, section in (
+                (args.mutations, "## Each edit left out", section_mutations),
+                (args.suites, "## Upstream's suites: patched vs unpatched copy (runtime guard off in both)",
+                 section_suites),
+            ):
+                if flag:
+                    step = time.monotonic()
+                    report.say(title)
+                    report.say()
+                    section(report, root, patched, args.workers, workdir)
+                    report.say(f"{time.monotonic() - step:.0f} s.")
+                    report.say()
 
     report.say("## Summary")
     report.say()
@@ -636,10 +706,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         report.say(f"{'ok  ' if result.ok else 'FAIL' if result.required else 'no  '}  {result.name}")
     report.say("```")
     report.say()
-    report.say(f"total time: {time.monotonic() - started:.0f} s; "
-               f"{'FAILED' if report.failed() else 'all checks passed'}")
+    report.say(f"total time: {time.monotonic() - started:.0f} s; {'FAILED' if report.failed() else 'all checks passed'}")
     if args.out:
-        args.out.write_text("\n".join(report.lines) + "\n")
+        # No paths of this machine in a file meant to be committed.
+        text = "\n".join(report.lines) + "\n"
+        for path, name in ((tmp, "<tmp>"), (str(root), "<site-packages>/executorch"), (str(REPO), "."),
+                           (args.upstream_git, "<pytorch/executorch git dir>"),
+                           (args.lint_python and str(Path(args.lint_python).parents[1]), "<lint venv>")):
+            if path:
+                text = text.replace(path, name)
+        args.out.write_text(text)
     return 1 if report.failed() else 0
 
 

@@ -6,87 +6,75 @@
 
 # pyre-strict
 
-"""A CPU stand-in for device memory, so that the crash and the guard can be shown without a GPU.
+"""Device memory as the host sees it, for tests of code that must not read it.
 
-To the host, a CUDA storage is a storage whose device is cuda:0 and whose data_ptr() is an address
-it cannot read. SimulatedDeviceStorage is exactly that: it reports cuda:0 and a pointer into a
-PROT_NONE mapping, so a host read through ctypes dies with SIGSEGV as it does on a GPU machine,
-while torch's own bulk copy (storage.cpu()) still sees the real bytes, as a device-to-host copy
-would. The tensor's numpy() refuses as torch does for CUDA, and element reads (storage[i], one
-transfer each on a GPU) are counted. A host read that the guard misses kills the process, so tests
-use it in child interpreters.
+A simulated storage reports cuda:0 and a data_ptr() into a PROT_NONE mapping, so a host read
+through ctypes crashes as it does on a GPU, while a copy to a host storage gets the real bytes as
+a device-to-host copy would. Reading it element by element (one transfer each on a GPU) or through
+numpy raises. The mapping needs POSIX mmap.
 """
 
 import ctypes
+import functools
 import mmap
+from typing import NoReturn
 
 import torch
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.mmap.restype = ctypes.c_void_p
-_libc.mmap.argtypes = [
-    ctypes.c_void_p,
-    ctypes.c_size_t,
-    ctypes.c_int,
-    ctypes.c_int,
-    ctypes.c_int,
-    ctypes.c_long,
-]
-_PROT_NONE = 0  # Python's mmap module names PROT_READ/WRITE/EXEC only
-_UNREADABLE_SIZE = 1 << 30  # address space only: PROT_NONE pages are never backed
-_UNREADABLE = _libc.mmap(
-    None, _UNREADABLE_SIZE, _PROT_NONE, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0
-)
-assert _UNREADABLE not in (None, ctypes.c_void_p(-1).value), "mmap failed"
+_UNREADABLE_SIZE = 1 << 30
+
+
+@functools.lru_cache(maxsize=None)
+def _unreadable_address() -> int:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_long,
+    ]
+    prot_none = 0
+    address: int = libc.mmap(
+        None,
+        _UNREADABLE_SIZE,
+        prot_none,
+        mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+        -1,
+        0,
+    )
+    assert address not in (None, ctypes.c_void_p(-1).value), "mmap failed"
+    return address
 
 
 class SimulatedDeviceStorage(torch.UntypedStorage):
-    """Host bytes that present themselves as cuda:0 memory."""
-
-    # storage[i] reads; on a GPU each is a transfer across the bus (bytes(storage) makes one a byte).
-    element_reads = 0
-
     @property
-    def device(self) -> torch.device:
+    def device(self) -> torch.device:  # type: ignore[override]
         return torch.device("cuda:0")
 
     def data_ptr(self) -> int:
-        return _UNREADABLE
+        return _unreadable_address()
 
-    def __getitem__(self, index: object) -> object:
-        SimulatedDeviceStorage.element_reads += 1
-        return super().__getitem__(index)
+    def __getitem__(self, index: int) -> NoReturn:
+        raise AssertionError("simulated device memory read element by element")
 
 
-def _numpy(*args: object, **kwargs: object) -> None:
+def _numpy(*, force: bool = False) -> NoReturn:
     raise TypeError(
-        "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."
+        "can't convert cuda:0 device type tensor to numpy. "
+        "Use Tensor.cpu() to copy the tensor to host memory first."
     )
 
 
 def simulate_device(tensor: torch.Tensor) -> torch.Tensor:
-    """Makes `tensor` report its storage as cuda:0 memory the host cannot read; returns it."""
+    """Makes `tensor`'s storage report cuda:0 memory that the host cannot read."""
     real = tensor.untyped_storage()
     assert real.nbytes() <= _UNREADABLE_SIZE
-    simulated = SimulatedDeviceStorage(real.nbytes())
+    simulated = SimulatedDeviceStorage(real.nbytes())  # type: ignore[no-untyped-call]
     simulated.copy_(real)
-    tensor.untyped_storage = lambda: simulated
-    tensor.numpy = _numpy  # as torch answers for a CUDA tensor
+    tensor.untyped_storage = lambda: simulated  # type: ignore[method-assign]
+    tensor.numpy = _numpy  # type: ignore[method-assign]
     return tensor
 
-
-def lower_on_device(backend: type, only: str = "") -> None:
-    """Makes `backend` see the constants of each program it lowers on cuda:0, as for a CUDA model.
-
-    Those whose name contains `only`, if given. Serializers read the program's state_dict and
-    constants, which passes before the backend may have copied: hence at preprocess.
-    """
-    preprocess = backend.preprocess
-
-    def on_device(program: object, compile_specs: object) -> object:
-        for name, tensor in [*program.state_dict.items(), *program.constants.items()]:
-            if only in name:
-                simulate_device(tensor)
-        return preprocess(program, compile_specs)
-
-    backend.preprocess = staticmethod(on_device)

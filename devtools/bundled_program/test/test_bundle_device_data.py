@@ -1,0 +1,67 @@
+# Copyright (c) executorch-device-guard authors.
+# All rights reserved.
+#
+# This source code is licensed under the BSD-style license found in the
+# LICENSE file in the root directory of this source tree.
+
+# pyre-strict
+
+import os
+import unittest
+from typing import List
+
+import torch
+from executorch.devtools.bundled_program.core import BundledProgram
+from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
+from executorch.devtools.bundled_program.serialize import (
+    serialize_from_bundled_program_to_flatbuffer,
+)
+from executorch.exir import ExecutorchProgramManager, to_edge_transform_and_lower
+from executorch.exir.error import InternalError
+from executorch_device_guard.tests.simulated_device import simulate_device
+from torch.export import export
+
+
+@unittest.skipUnless(os.name == "posix", "simulated device memory needs POSIX mmap")
+class TestBundleDeviceData(unittest.TestCase):
+    program: ExecutorchProgramManager
+    inputs: List[torch.Tensor]
+    expected_outputs: List[torch.Tensor]
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()
+        cls.program = to_edge_transform_and_lower(
+            export(model, (torch.ones(2, 4),))
+        ).to_executorch()
+        cls.inputs = [torch.randn(2, 4)]
+        cls.expected_outputs = [model(*cls.inputs)]
+
+    def bundle(
+        self, inputs: List[torch.Tensor], expected_outputs: List[torch.Tensor]
+    ) -> bytes:
+        case = MethodTestCase(inputs=inputs, expected_outputs=expected_outputs)
+        suite = MethodTestSuite("forward", [case])
+        return serialize_from_bundled_program_to_flatbuffer(
+            BundledProgram(self.program, [suite])
+        )
+
+    def test_device_values_are_bundled_as_on_the_cpu(self) -> None:
+        on_device = self.bundle(
+            [simulate_device(t.clone()) for t in self.inputs],
+            [simulate_device(t.clone()) for t in self.expected_outputs],
+        )
+        self.assertEqual(on_device, self.bundle(self.inputs, self.expected_outputs))
+
+    def test_meta_value_has_no_data(self) -> None:
+        with self.assertRaisesRegex(
+            InternalError,
+            r"Bundled test tensor \(shape \[2, 4\], dtype torch.float32\) is a meta "
+            "or fake tensor and holds no data",
+        ):
+            self.bundle([torch.empty(2, 4, device="meta")], self.expected_outputs)
+
+
+if __name__ == "__main__":
+    unittest.main()
