@@ -69,8 +69,8 @@ class Edit(NamedTuple):
 
 
 class BuckEdit(NamedTuple):
-    """One change to a Buck file: `label` added to the deps of `target` ("deps"), or `text`, a new
-    target, added after `target` ("after")."""
+    """One change to a Buck file: `text`, a label, added to the deps of `target` ("deps"), or
+    `text`, a new target, added after `target` ("after")."""
 
     path: str
     target: str
