@@ -55,6 +55,6 @@ class EditableWheel(editable_wheel):
 
 setup(
     package_dir={"executorch_device_guard": "exir"},
-    packages=["executorch_device_guard", "executorch_device_guard.tests"],
+    packages=["executorch_device_guard"],
     cmdclass={"build_py": BuildPy, "editable_wheel": EditableWheel},
 )

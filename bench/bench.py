@@ -10,12 +10,15 @@ The guard is wired in at interpreter start, so every CPU measurement runs in fre
 with EXECUTORCH_DEVICE_GUARD=1 or 0, and times what a user pays once per process: the first
 to_executorch(), the interpreter start, the first import of executorch.exir. Guarded and unguarded
 children alternate (the first of each pair alternates too), and each pair gives one ratio, so the
-slow drifts of a shared machine hit both sides alike. The GPU section runs in this process.
+slow drifts of a shared machine hit both sides alike. The XNNPACK lowering of many layers takes
+minutes a run, so its rows rest on the guard's own time metered inside each guarded run. The GPU
+section runs in this process. `--section cpu` includes the XNNPACK rows; `xnnpack` runs them alone.
 
-    python bench/bench.py [--quick] [--pairs N] [--section all|cpu|gpu] [--out FILE]
+    python bench/bench.py [--quick] [--pairs N] [--section all|cpu|xnnpack|gpu] [--out FILE]
 """
 
 import argparse
+import functools
 import json
 import os
 import resource
@@ -42,10 +45,12 @@ class Sizes:
     start_runs: int  # interpreter starts per side
     named_shape: Tuple[int, int, int, int]  # named data on the host and simulated on cuda:0
     per_byte_shape: Tuple[int, int, int, int]  # next to upstream's per-byte path: seconds a MiB
+    xnnpack_layers: Tuple[int, ...]  # Linear(16, 16) layers lowered to XNNPACK, one size per row
+    profile_layers: int  # the size profiled with cProfile
 
 
-FULL = Sizes(2000, 3, 4096, (32, 256, 80, 80), 15, (8, 64, 64, 64), (4, 16, 64, 64))  # 8 MiB; 1 MiB
-QUICK = Sizes(20, 3, 64, (2, 16, 32, 32), 3, (2, 4, 8, 8), (1, 2, 4, 4))
+FULL = Sizes(2000, 3, 4096, (32, 256, 80, 80), 15, (8, 64, 64, 64), (4, 16, 64, 64), (250, 1000, 2500), 1000)
+QUICK = Sizes(20, 3, 64, (2, 16, 32, 32), 3, (2, 4, 8, 8), (1, 2, 4, 4), (4,), 4)
 
 
 @dataclass(frozen=True)
@@ -222,13 +227,15 @@ class Meter:
     """Sums the wall time spent in the guard's own functions, in a guarded child.
 
     On a shared machine the run-to-run noise of whole runs is far above 1%, while the guard's own
-    share of a run barely moves with the load, so it tells whether the 1% goal holds. Only the
-    outermost metered call counts, so nested guard calls are not counted twice.
+    share of a run barely moves with the load, so it tells whether the 1% goal holds. wrap() counts
+    only the outermost metered call, so nested guard calls are not counted twice; own() counts a
+    _sites wrapper less the original it calls.
     """
 
     def __init__(self) -> None:
         self.seconds = 0.0
         self.depth = 0
+        self.calls = 0
 
     def wrap(self, function: Callable[..., Any]) -> Callable[..., Any]:
         def metered(*args: Any, **kwargs: Any) -> Any:
@@ -242,6 +249,45 @@ class Meter:
                     self.seconds += time.perf_counter() - start
 
         return metered
+
+    def own(self, wrapper: Callable[..., Any]) -> Callable[..., Any]:
+        """A _sites wrapper that adds its own time, less that of the original it calls, and counts
+        its calls. Subtracting the original also keeps a wrapper that runs inside another's
+        original from being counted twice; the meter's own closure and clock reads count as the
+        guard's, so it errs high."""
+
+        @functools.wraps(wrapper)  # _patch reads the wrapper's parameter names through __wrapped__
+        def metered(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+            inside = 0.0
+
+            def timed_original(*args: Any, **kwargs: Any) -> Any:
+                nonlocal inside
+                start = time.perf_counter()
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    inside += time.perf_counter() - start
+
+            self.calls += 1
+            start = time.perf_counter()
+            try:
+                return wrapper(timed_original, *args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - start - inside
+
+        return metered
+
+
+def meter_sites(meter: Meter) -> None:
+    """Re-wraps every site with its _sites wrapper metered by `meter`, through the public
+    uninstall() and install(). Call it after importing executorch.exir: _sites imports it."""
+    import executorch_device_guard
+    from executorch_device_guard import _hook, _sites
+
+    executorch_device_guard.uninstall()
+    for name in {wrapper for _, _, wrapper, _ in _hook.SITES}:
+        setattr(_sites, name, meter.own(getattr(_sites, name)))
+    executorch_device_guard.install()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -296,13 +342,7 @@ def to_executorch_child(model: str, sizes: Sizes) -> None:
     edge = to_edge_transform_and_lower(exported)
     meter = Meter()
     if executorch_device_guard.status().patched:
-        from executorch_device_guard import _sites
-
-        # The checks that the wrappers in _sites call: everything the guard does per constant
-        # but two Python calls (the wrapper and its closure).
-        for name in ("check_host_spec", "check_host_tensor", "host_spec", "host_tensor"):
-            if hasattr(_sites, name):
-                setattr(_sites, name, meter.wrap(getattr(_sites, name)))
+        meter_sites(meter)
     wall, cpu = time.perf_counter(), time.process_time()
     program = edge.to_executorch()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
@@ -340,12 +380,120 @@ def to_executorch_rows(sizes: Sizes, pairs: int, quick: bool) -> List[Row]:
         )
         rows.append(ratio_row(f"to_executorch(), {model} ({what}), wall", timed["wall"], seconds, 0.01))
         rows.append(ratio_row(f"to_executorch(), {model}, CPU time", timed["cpu"], seconds, 0.01))
-        rows.append(own_time_row(f"to_executorch(), {model}, time in the guard's checks", timed, 0.01))
+        rows.append(own_time_row(f"to_executorch(), {model}, time in the guard's wrappers", timed, 0.01))
     return rows
 
 
 # ---------------------------------------------------------------------------------------------
-# 2. Interpreter start
+# 2. XNNPACK lowering of many layers
+
+
+def xnnpack_child(layers: int, profile: bool) -> None:
+    """Child: exports `layers` x Linear(16, 16), then times its XNNPACK lowering and to_executorch().
+
+    16 x 16 keeps every constant small (1 KiB of weight, 64 B of bias), so the run is made of
+    per-constant work, the part that calls the guard's wrappers, rather than of copying bytes that
+    the guard never touches: the share it gives the guard is a worst case. A guarded child meters
+    the wrappers' own time in the same run, or with `profile` times every function with cProfile.
+    """
+    import cProfile
+    import pstats
+
+    import torch
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+
+    import executorch_device_guard
+
+    module = torch.nn.Sequential(*(torch.nn.Linear(16, 16) for _ in range(layers)))
+    with torch.no_grad():
+        exported = torch.export.export(module.eval(), (torch.randn(1, 16),))
+
+    def lower() -> Any:
+        return to_edge_transform_and_lower(exported, partitioner=[XnnpackPartitioner()]).to_executorch()
+
+    meter = Meter()
+    if executorch_device_guard.status().patched and not profile:
+        meter_sites(meter)
+    profiler = cProfile.Profile()
+    wall = time.perf_counter()
+    profiler.runcall(lower) if profile else lower()
+    result = {"wall": time.perf_counter() - wall, "guard": meter.seconds, "calls": meter.calls}
+    if profile:
+        # The self time of the functions defined in the package's files, plus that of the C functions
+        # they call (isinstance, untyped_storage), which cProfile times as functions of their own.
+        package = os.path.dirname(executorch_device_guard.__file__) + os.sep
+        stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+        ours = {key: entry for key, entry in stats.items() if key[0].startswith(package)}
+        called = [
+            timing
+            for key, entry in stats.items()
+            if key[0] == "~"
+            for caller, timing in entry[4].items()
+            if caller in ours
+        ]
+        result["profiled"] = sum(entry[2] for entry in stats.values())
+        result["package"] = sum(entry[2] for entry in list(ours.values()) + called)
+        result["package_calls"] = sum(entry[1] for entry in ours.values())
+    result["patched"] = len(executorch_device_guard.status().patched)
+    print(json.dumps(result))
+
+
+def xnnpack_rows(sizes: Sizes) -> List[Row]:
+    """Per size, the guard's own share of one guarded run, metered in that run, so that the load of
+    a shared machine hits both parts of the share alike; then a cProfile of one size.
+
+    One guarded child per size and no unguarded ones: ExecuTorch's lowering grows faster than the
+    square of the layers (on 2 cores 2,000 take 4 minutes, 4,000 take 20), and an unguarded run next
+    to each would double the section's time for a whole-run ratio that run-to-run noise of 5-10%
+    would swamp.
+    """
+    rows, shares, per_call = [], [], []
+    for layers in sizes.xnnpack_layers:
+        on = last_json(run_child([__file__, "--child-xnnpack", str(layers)], True))
+        check_guard(on, True)
+        share = on["guard"] / on["wall"]
+        shares.append(f"{share * 100:.3f}%")
+        per_call.append(f"{on['guard'] / on['calls'] * 1e6:.1f}")
+        what = f"XNNPACK lowering + to_executorch(), {layers} x Linear(16, 16)"
+        rows.append(
+            Row(
+                f"{what}, time in the guard's wrappers ({on['calls']} calls)",
+                f"{millis(on['guard'])} ({share * 100:.3f}%)",
+                f"of {seconds(on['wall'])} wall",
+                f"{1 + share:.5f}",
+                goal="within 1%",
+                met="yes" if share <= 0.01 else "no",
+            )
+        )
+    rows.append(
+        Row(
+            f"XNNPACK, the guard's share as layers grow ({' / '.join(map(str, sizes.xnnpack_layers))})",
+            " / ".join(shares),
+            " / ".join(per_call) + " us a call",
+            goal="flat as layers grow",
+        )
+    )
+
+    profiled = last_json(run_child([__file__, "--child-xnnpack", str(sizes.profile_layers), "--child-profile"], True))
+    check_guard(profiled, True)
+    share = profiled["package"] / profiled["profiled"]
+    rows.append(
+        Row(
+            f"XNNPACK lowering + to_executorch(), {sizes.profile_layers} x Linear(16, 16), cProfile: the package's "
+            f"functions and their C calls ({profiled['package_calls']} calls)",
+            f"{millis(profiled['package'])} ({share * 100:.3f}%)",
+            f"of {seconds(profiled['profiled'])} profiled",
+            f"{1 + share:.5f}",
+            goal="within 0.5%",
+            met="yes" if share <= 0.005 else "no",
+        )
+    )
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Interpreter start
 
 
 def parse_importtime(stderr: str) -> List[Tuple[int, int, int, str]]:
@@ -410,7 +558,7 @@ def start_rows(sizes: Sizes) -> List[Row]:
 
 
 # ---------------------------------------------------------------------------------------------
-# 3. First import of executorch.exir
+# 4. First import of executorch.exir
 
 
 def import_child() -> None:
@@ -458,7 +606,7 @@ def import_rows(pairs: int) -> List[Row]:
 
 
 # ---------------------------------------------------------------------------------------------
-# 4. GPU: host copies of plain data
+# 5. GPU: host copies of plain data
 
 
 def gpu_rows(sizes: Sizes, pairs: int, device: str = "cuda") -> List[Row]:
@@ -548,7 +696,9 @@ def named_data_rows(sizes: Sizes, pairs: int) -> List[Row]:
     import executorch.exir._serialize._named_data_store as named_data_store
     import executorch_device_guard as guard
     import torch
-    from executorch_device_guard.tests.simulated_device import simulate_device
+
+    sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "test"))
+    from simulated_device import simulate_device  # the tests' helper, not part of the package
 
     def store(tensor: Any) -> None:
         named_data_store.NamedDataStore().add_named_data("w", tensor)
@@ -658,10 +808,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument(
         "--pairs", type=int, help="guarded/unguarded pairs per measurement (default 7, quick 1; GPU at least 5)"
     )
-    parser.add_argument("--section", choices=("all", "cpu", "gpu"), default="all")
+    parser.add_argument("--section", choices=("all", "cpu", "xnnpack", "gpu"), default="all")
     parser.add_argument("--out", help="also write the table (markdown) to this file")
     parser.add_argument("--child-to-executorch", choices=("many-small", "few-large"), help=argparse.SUPPRESS)
     parser.add_argument("--child-import", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child-xnnpack", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--child-profile", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     if args.child_to_executorch:
@@ -669,6 +821,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     if args.child_import:
         import_child()
+        return 0
+    if args.child_xnnpack:
+        xnnpack_child(args.child_xnnpack, args.child_profile)
         return 0
     pairs = args.pairs or (1 if args.quick else 7)
 
@@ -678,6 +833,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         rows += start_rows(sizes)
         rows += to_executorch_rows(sizes, pairs, args.quick)
         rows += import_rows(pairs)
+    if args.section in ("all", "cpu", "xnnpack"):
+        rows += xnnpack_rows(sizes)
     if args.section in ("all", "cpu", "gpu"):
         rows += named_data_rows(sizes, max(pairs, 5) if args.section == "gpu" else pairs)
     if args.section in ("all", "gpu"):

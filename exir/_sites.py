@@ -8,57 +8,63 @@
 
 Each takes the original function first, then the leading parameters it relies on, named as in
 ExecuTorch: _patch compares those names with the original's signature before it wraps anything.
-Each makes the checks of _host_data that the upstream series (upstream/generate.py) makes at that
-site. Imported only once a guarded ExecuTorch module has been imported, so torch is loaded.
+Each applies the rule that the upstream series (upstream/generate.py) puts at that site, with the
+error of _host_read, the module that the series adds. Names are computed only when raising.
+Imported only once a guarded ExecuTorch module has been imported, so torch is loaded.
 """
 
-from typing import Any, Callable, Dict, cast
+import copy
+from contextvars import ContextVar
+from typing import Any, Callable, Dict, List, Optional
 
 import torch
-from torch.utils import _pytree as pytree
 
-from ._host_data import (
-    check_host_spec,
-    check_host_tensor,
-    constant_name,
-    host_spec,
-    host_tensor,
-)
+from ._host_read import constant_name, host_read_error
 
 Original = Callable[..., Any]
 
-
-def _emitter_constant_name(emitter: Any, spec: Any) -> str:
-    """The series checks top-level placeholders where _TopLevelEmitter.placeholder finds their
-    fully qualified name; from outside, the same lookup is made here."""
-    from executorch.exir.emit._emitter import _TopLevelEmitter  # loaded: it calls this
-
-    node = emitter.node
-    if isinstance(emitter, _TopLevelEmitter) and node.op == "placeholder":
-        fqn, _ = emitter._find_fqn_for_placeholder(node.target, spec)
-        if fqn is not None:
-            return repr(fqn)
-    return f"at node {node.name!r}"
+# The constant method being emitted: the series passes its name to _tensor_spec_to_evalue.
+_CONSTANT_METHOD: ContextVar[Optional[str]] = ContextVar("constant_method", default=None)
 
 
 def emitter_constant(original: Original, self: Any, spec: Any, *args: Any, **kwargs: Any) -> Any:
     if spec.const:
-        check_host_spec(spec, _emitter_constant_name(self, spec))
+        storage = spec.storage
+        if storage.device.type != "cpu" and spec.allocated_memory != 0:
+            from executorch.exir.emit._emitter import _TopLevelEmitter  # loaded: it calls this
+
+            name = f"at node {self.node.name!r}"
+            method = _CONSTANT_METHOD.get()
+            if method is not None:
+                name = f"returned by constant method {method!r}"
+            elif isinstance(self, _TopLevelEmitter) and self.node.op == "placeholder":
+                fqn, _ = self._find_fqn_for_placeholder(self.node.target, spec)
+                name = name if fqn is None else repr(fqn)
+            raise host_read_error(name, spec.shape, spec.dtype, storage.device)
     return original(self, spec, *args, **kwargs)
 
 
 def emitter_constant_methods(
     original: Original, self: Any, prim_getters: Dict[str, Any], *args: Any, **kwargs: Any
-) -> Any:
+) -> List[Any]:
+    """One method at a time, the same plans in the same order, so that a constant is named by
+    its method."""
+    plans: List[Any] = []
     for method, values in prim_getters.items():
-        for value in pytree.tree_leaves(values):
-            if isinstance(value, torch.Tensor):
-                check_host_tensor(value, f"returned by constant method {method!r}")
-    return original(self, prim_getters, *args, **kwargs)
+        token = _CONSTANT_METHOD.set(method)
+        try:
+            plans += original(self, {method: values}, *args, **kwargs)
+        finally:
+            _CONSTANT_METHOD.reset(token)
+    return plans
 
 
 def bundled_tensor(original: Original, self: Any, spec: Any, *args: Any, **kwargs: Any) -> Any:
-    spec = host_spec(spec, "Bundled test tensor")
+    """The series bundles `value.cpu()`; from here only the spec is at hand: its storage is copied
+    to the host in one piece (a meta storage raises torch's own "no data" error)."""
+    if spec.allocated_memory != 0 and spec.storage.device.type != "cpu":
+        spec = copy.copy(spec)
+        spec.storage = spec.storage.cpu()
     return original(self, spec, *args, **kwargs)
 
 
@@ -66,20 +72,26 @@ def named_data(
     original: Original, self: Any, key: str, data: Any, *args: Any, **kwargs: Any
 ) -> Any:
     if isinstance(data, torch.Tensor):
-        data = host_tensor(data, f"Named data {key!r}")
+        data = data.cpu()
     return original(self, key, data, *args, **kwargs)
 
 
 def named_data_bytes(original: Original, tensor: torch.Tensor) -> bytes:
-    if tensor.is_contiguous():
-        return original(tensor)
-    return torch.empty(0, dtype=torch.uint8).set_(tensor.untyped_storage()).numpy().tobytes()
+    """The tensor's own elements in its dim order, not its whole storage (upstream stores the
+    storage of any non-contiguous tensor, so a channels-last view stores other tensors' data)."""
+    if not tensor.is_contiguous():
+        from executorch.exir.tensor import dim_order_from_stride
+
+        tensor = tensor.permute(dim_order_from_stride(tensor.stride())).contiguous()
+    return original(tensor)
 
 
 def xnnpack_constant(original: Original, exp_prog: Any, node: Any) -> Any:
     tensor = original(exp_prog, node)
     if isinstance(tensor, torch.Tensor):
-        check_host_tensor(tensor, constant_name(exp_prog, node))
+        device = tensor.untyped_storage().device
+        if device.type != "cpu":
+            raise host_read_error(constant_name(exp_prog, node), tensor.shape, tensor.dtype, device)
     return tensor
 
 
@@ -87,14 +99,17 @@ def xnnpack_quant_scales(
     original: Original, self: Any, quant_params: Any, *args: Any, **kwargs: Any
 ) -> Any:
     if quant_params.per_channel:
-        check_host_tensor(
-            cast(torch.Tensor, quant_params.scale),
-            f"per-channel scales of {constant_name(self.exported_program, quant_params.q_input)}",
-        )
+        scale = quant_params.scale
+        device = scale.untyped_storage().device
+        if device.type != "cpu":
+            name = constant_name(self.exported_program, quant_params.q_input)
+            raise host_read_error(f"scales of {name}", scale.shape, scale.dtype, device)
     return original(self, quant_params, *args, **kwargs)
 
 
 def vulkan_constant(original: Original, self: Any, node: Any) -> Any:
     tensor = original(self, node)
-    check_host_tensor(tensor, constant_name(self.program, node))
+    device = tensor.untyped_storage().device
+    if device.type != "cpu" and tensor.numel() != 0:
+        raise host_read_error(constant_name(self.program, node), tensor.shape, tensor.dtype, device)
     return tensor

@@ -8,14 +8,17 @@
 cases side by side."""
 
 import unittest
+from pathlib import Path
 
 from executorch_device_guard._selfcheck import Case, run_cases
 
-MODEL = """
+MODEL = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+from simulated_device import simulate_device
 import torch
 from torch.export import export
 from executorch.exir import to_edge_transform_and_lower
-from executorch_device_guard.tests.simulated_device import simulate_device
 
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()

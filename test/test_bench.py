@@ -55,4 +55,13 @@ def test_quick_benchmark_prints_the_table(tmp_path: Path) -> None:
     assert sum("channels-last vs contiguous" in name for name in named) == 2, named
     assert any("channels-last-3d" in name for name in named), named
     assert any("guarded vs upstream" in name for name in named), named
+
+    # XNNPACK: the guard's metered share per size (its wrappers ran), the shares side by side, the profile.
+    xnnpack = [name for name in rows if name.startswith("XNNPACK")]
+    assert len(xnnpack) == 3, xnnpack
+    metered = "XNNPACK lowering + to_executorch(), 4 x Linear(16, 16), time in the guard's wrappers ("
+    assert any(name.startswith(metered) and int(name[len(metered) :].split()[0]) > 0 for name in xnnpack), xnnpack
+    assert any("cProfile: the package's functions" in name for name in xnnpack), xnnpack
+    for name in xnnpack:
+        assert rows[name][0].endswith("%" if "as layers grow" in name else "%)"), rows[name]
     assert any(line.startswith("| measurement") for line in out.read_text().splitlines())

@@ -6,8 +6,9 @@
 
 """The emitter guard, end to end, in child interpreters with the installed startup hook.
 
-A constant simulated on cuda:0 crashes to_executorch() without the guard and raises InternalError
-naming the device and the constant with it; CPU programs serialize byte for byte as before.
+The issue's reproducer with its weight simulated on cuda:0 crashes to_executorch() without the
+guard and raises InternalError naming the device and the constant with it; a meta model says it
+has no data; CPU programs serialize byte for byte as before.
 """
 
 import importlib.util
@@ -16,6 +17,13 @@ import unittest
 
 from cases import ChildCaseTest, MODEL, MODULES
 from executorch_device_guard._selfcheck import Case, CASES, run_child, SIGSEGV
+
+# The reproducer, lowered on the CPU, then its weight simulated on cuda:0 (after MODEL).
+_SIMULATED_WEIGHT = MODEL + """
+edge = to_edge_transform_and_lower(export(model, x))
+simulate_device(edge.exported_program().state_dict["0.weight"])
+edge.to_executorch()
+"""
 
 _PREAMBLE = MODEL + MODULES + """
 from executorch.exir import ExecutorchBackendConfig
@@ -43,23 +51,24 @@ _HAS_DEVICE_PROPAGATION = (
 
 class TestEmitterGuard(ChildCaseTest):
     def test_simulated_weight_segfaults_unguarded_and_raises_guarded(self) -> None:
-        self.assertEqual([case.returncode for case in CASES[:2]], [SIGSEGV, 1])
-        self.assert_cases(*CASES[:2])
+        self.assert_cases(
+            Case("simulated cuda:0 weight, guard off", _SIMULATED_WEIGHT, False, SIGSEGV, ()),
+            Case("simulated cuda:0 weight, guard on", _SIMULATED_WEIGHT, True, 1,
+                 ("InternalError: Constant '0.weight' (shape [3, 4], dtype torch.float32) is on cuda:0",)),
+        )
 
     def test_meta_model_says_it_has_no_data(self) -> None:
-        meta = CASES[2]
-        self.assertTrue(meta.guard)
-        unguarded = meta._replace(name="meta, guard off", guard=False, stderr_has=("NULL pointer access",))
-        self.assert_cases(meta, unguarded)
+        self.assertEqual([(case.guard, case.returncode) for case in CASES], [(False, 1), (True, 1)])
+        self.assert_cases(*CASES)
 
     @unittest.skipUnless(_HAS_DEVICE_PROPAGATION, "this ExecuTorch has no device propagation")
-    def test_constant_without_storage_raises_internal_error(self) -> None:
-        # The H2D copy of a constant gets a const spec with no storage (executorch 1.5.1): today
-        # an AttributeError wrapped with the whole graph, with the guard a one-line InternalError.
+    def test_constant_without_storage_fails_as_before(self) -> None:
+        # The H2D copy of a constant gets a const spec with no storage (executorch 1.5.1): an
+        # AttributeError that the emitter wraps with the whole graph, guard or no guard.
         script = _PREAMBLE + _DEVICE_TAGGED + "device_tagged(ExecutorchBackendConfig())\n"
         self.assert_cases(
             Case("no storage, guard off", script, False, 1, ("'NoneType' object has no attribute 'nbytes'",)),
-            Case("no storage, guard on", script, True, 1, ("InternalError", "has no storage")),
+            Case("no storage, guard on", script, True, 1, ("'NoneType' object has no attribute 'device'",)),
         )
 
 

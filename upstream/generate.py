@@ -4,19 +4,19 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""Generates the upstream patch series (upstream/*.patch) from the package's own modules.
+"""Generates the upstream patch series (upstream/*.patch) from this repository.
 
-The files that ExecuTorch would own sit in this repository at their upstream paths
-(exir/_host_data.py, exir/tests/simulated_device.py and one test module beside each changed
-file); they go in as they are, with upstream's license header and `executorch_device_guard` read
-as `executorch.exir`. The table PATCHES says which call goes where in ExecuTorch's code (the
-checks of exir/_host_data.py that the package's wrappers in exir/_sites.py make) and which Buck
-entries each patch adds. Every touched Python file is formatted with upstream's ufmt settings.
+Three PRs: 0001 checks constants where the emitter reads them, 0002 stores named data of views as
+their own values (CPU only), 0003 raises or copies at ExecuTorch's other host reads of tensor bytes.
+The files that ExecuTorch would own sit in this repository at their upstream paths (exir/_host_read.py
+and one test module beside each changed file); they go in as they are, with upstream's license
+header. The table PATCHES says what each PR changes in ExecuTorch's code and which Buck, workflow and
+pytest.ini lines it adds. Every touched Python file is formatted with upstream's ufmt settings.
 
 Python sources come from the installed executorch wheel (BASE_RELEASE), whose executorch/ folder
-has the repository's layout. The wheel has no Buck files and no .github/: those come from an
-upstream checkout (--upstream-git, at --ref). Without one, --check compares everything but the
-Buck and workflow hunks.
+has the repository's layout. The wheel has no Buck files, no .github/ and no pytest.ini: those come
+from an upstream checkout (--upstream-git, at --ref). Without one, --check compares everything but
+those hunks.
 
     python upstream/generate.py --upstream-git DIR --ref main    # rewrite the series
     python upstream/generate.py --check [--upstream-git DIR]     # exit 1 if a patch differs
@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -49,15 +50,16 @@ target-version = ["py38", "py39", "py310", "py311", "py312", "py313"]
 """
 AUTHOR = "executorch-device-guard <device-guard@users.noreply.github.com>"
 DATE = "Mon, 30 Nov 2026 12:00:00 +0000"
-WORKFLOW = ".github/workflows/cuda.yml"
-BUCK_FILES = ("BUCK", "TARGETS", "targets.bzl")
+# Files of upstream's repository that the wheel lacks: read from --upstream-git.
+NOT_IN_WHEEL = ("BUCK", "TARGETS", "targets.bzl", "pytest.ini")
 
 
 class Edit(NamedTuple):
-    """One call put into an ExecuTorch function.
+    """A change to an ExecuTorch function; `code` is indented like the statement it joins.
 
-    `how`: "first" (before the function's first statement), "before" or "after" (the statement
-    holding `anchor`), or "replace" (`anchor` by `code`, in the function's text).
+    `how`: "before" or "after" the innermost statement holding `anchor`, "rest" (that statement
+    and the ones after it in its block, replaced by `code`), or "replace" (`anchor` by `code`, in
+    the function's text).
     """
 
     path: str
@@ -78,6 +80,16 @@ class BuckEdit(NamedTuple):
     text: str
 
 
+class LineEdit(NamedTuple):
+    """Lines put into a file that the wheel lacks, after the first line equal to `after` (ignoring
+    indentation) that follows the line `section` ("" for the file's start)."""
+
+    path: str
+    section: str
+    after: str
+    lines: Tuple[str, ...]
+
+
 class Patch(NamedTuple):
     """One patch of the series; its message is upstream/messages/<slug>.md (title, then body)."""
 
@@ -85,10 +97,7 @@ class Patch(NamedTuple):
     new_files: Tuple[str, ...]
     edits: Tuple[Edit, ...]
     buck: Tuple[BuckEdit, ...]
-
-
-_IMPORT = "from executorch.exir._host_data import {}"
-_HOST_DATA_DEP = "//executorch/exir:host_data"
+    lines: Tuple[LineEdit, ...]
 
 
 def _target(rule: str, name: str, srcs: Sequence[str], deps: Sequence[str]) -> str:
@@ -96,248 +105,201 @@ def _target(rule: str, name: str, srcs: Sequence[str], deps: Sequence[str]) -> s
     lines = [rule, f'    name = "{name}",', "    srcs = ["]
     lines += [f'        "{src}",' for src in srcs]
     lines += ["    ],", "    deps = ["]
-    lines += [f'        "{dep}",' for dep in deps]
+    lines += [f'        "{dep}",' for dep in sorted(deps)]
     lines += ["    ],", ")"]
     return "\n".join(lines) + "\n"
 
 
-_TEST_DEPS = ("//caffe2:torch", "//executorch/exir:error", "//executorch/exir:lib")
-_SIMULATION_DEP = "//executorch/exir/tests:simulated_device"
+_EMITTER = "exir/emit/_emitter.py"
+_TO_EVALUE = "_Emitter._tensor_spec_to_evalue"
+# 0001's check, named as the emitter knows the constant; 0003 moves the message to exir/_host_read.py.
+_EMITTER_CHECK = """storage = typing.cast(torch.UntypedStorage, spec.storage)
+if storage.device.type != "cpu" and spec.allocated_memory != 0:
+    name = f"at node {self.node.name!r}"
+    if constant_method is not None:
+        name = f"returned by constant method {constant_method!r}"
+    elif isinstance(self, _TopLevelEmitter):
+        fqn, _ = self._find_fqn_for_placeholder(self.node.target, spec)
+        name = name if fqn is None else repr(fqn)
+    if storage.device.type == "meta":
+        raise InternalError(
+            f"Constant {name} (shape {list(spec.shape)}, dtype {spec.dtype}) is a meta or fake tensor and holds no data to serialize. Load real values first."
+        )
+    raise InternalError(
+        f"Constant {name} (shape {list(spec.shape)}, dtype {spec.dtype}) is on {storage.device}, but ExecuTorch serializes constants from host memory. "
+        "Export on the CPU, or move the exported program with torch.export.passes.move_to_device_pass(exported_program, 'cpu') and lower it as usual. "
+        "To run on the device, use a backend that owns device weights (CudaPartitioner)."
+    )"""
+_HOST_READ = "from executorch.exir._host_read import {}"
+_HOST_READ_DEP = "//executorch/exir:host_read"
+_TEST_DEPS = ("//caffe2:torch", "//executorch/exir:error")
+_CUDA_TEST = "exir/emit/test/test_emit_device_constants.py"
+_CUDA_PATHS = (_EMITTER, _CUDA_TEST)
+_WORKFLOW = ".github/workflows/cuda.yml"
+
+
+def _device_check(tensor: str, program: str, node: str, what: str = "") -> str:
+    """0003's check at a backend's host read of a constant tensor, named only when raising."""
+    name = f"constant_name({program}, {node})"
+    if what:
+        name = 'f"' + what + "{" + name + '}"'
+    return (
+        f"device = {tensor}.untyped_storage().device\n"
+        'if device.type != "cpu":\n'
+        f"    name = {name}\n"
+        f"    raise host_read_error(name, {tensor}.shape, {tensor}.dtype, device)"
+    )
+
 
 PATCHES: Tuple[Patch, ...] = (
     Patch(
         "emitter",
-        ("exir/_host_data.py", "exir/tests/simulated_device.py", "exir/emit/test/test_emit_device_constants.py"),
+        (_CUDA_TEST,),
         (
-            Edit(
-                "exir/emit/_emitter.py",
-                "_TopLevelEmitter.placeholder",
+            Edit(_EMITTER, _TO_EVALUE, "replace", "self, spec: TensorSpec, constant_tag: Optional[str] = None",
+                 "self, spec: TensorSpec, constant_tag: Optional[str] = None, constant_method: Optional[str] = None",
+                 ""),
+            Edit(_EMITTER, _TO_EVALUE, "before", "spec_array_type = (", _EMITTER_CHECK, ""),
+            Edit(_EMITTER, "_Emitter._emit_prim_getters", "replace", "TensorSpec.from_tensor(val, const=True)",
+                 "TensorSpec.from_tensor(val, const=True), constant_method=method", ""),
+        ),
+        (
+            BuckEdit(
+                "exir/emit/test/BUCK",
+                "emit",
                 "after",
-                "if initialize_buffer and is_mutable_buffer:",
-                "check_host_spec(spec, repr(fqn))",
-                _IMPORT.format("check_host_spec, check_host_tensor"),
+                _target("fbcode_target(_kind = runtime.python_test,", "emit_device_constants",
+                        ["test_emit_device_constants.py"], [*_TEST_DEPS, "//executorch/exir:lib"]),
             ),
-            Edit(
-                "exir/emit/_emitter.py",
-                "_Emitter._emit_prim_getters",
-                "before",
-                "self._tensor_spec_to_evalue(",
-                'check_host_tensor(val, f"returned by constant method {method!r}")',
+        ),
+        (
+            LineEdit(_WORKFLOW, "", "- backends/aoti/**", tuple(f"      - {path}" for path in _CUDA_PATHS)),
+            LineEdit(_WORKFLOW, "  unittest-cuda:", "contains(needs.changed-files.outputs.changed-files, 'backends/aoti') ||",
+                     tuple(f"      contains(needs.changed-files.outputs.changed-files, '{path}') ||" for path in _CUDA_PATHS)),
+            LineEdit(_WORKFLOW, "  unittest-cuda:", 'python -m pytest backends/cuda/tests backends/cuda/passes/tests -v -o "addopts="', (
                 "",
+                "        # Constants in device memory raise InternalError instead of crashing to_executorch()",
+                f'        python -m pytest {_CUDA_TEST} -v -o "addopts="',
+            )),
+        ),
+    ),
+    Patch(
+        "named-data-views",
+        ("exir/_serialize/test/test_named_data_views.py",),
+        (
+            Edit("exir/_serialize/_named_data_store.py", "_tensor_to_bytes", "replace",
+                 "    Uses numpy().tobytes() which is faster than bytes(untyped_storage())\n"
+                 "    for C-contiguous tensors. Falls back to untyped_storage() for\n"
+                 "    non-contiguous tensors (e.g., channels_last) to preserve memory layout.\n"
+                 '    """\n'
+                 "    if not tensor.is_contiguous():\n"
+                 "        # For non-C-contiguous tensors (e.g., channels_last), use untyped_storage\n"
+                 "        # to preserve the actual memory layout\n"
+                 "        return bytes(tensor.untyped_storage())\n",
+                 "    Uses numpy().tobytes(). A non-contiguous tensor (e.g., channels_last) is\n"
+                 "    stored in its dim order: its own elements, not a view's whole storage.\n"
+                 '    """\n'
+                 "    if not tensor.is_contiguous():\n"
+                 "        tensor = tensor.permute(dim_order_from_stride(tensor.stride())).contiguous()\n",
+                 "from executorch.exir.tensor import dim_order_from_stride"),
+        ),
+        (
+            BuckEdit(
+                "exir/_serialize/test/BUCK",
+                "test_named_data_store",
+                "after",
+                _target("fbcode_target(_kind = runtime.python_test,", "test_named_data_views",
+                        ["test_named_data_views.py"], ["//caffe2:torch", "//executorch/exir/_serialize:lib"]),
             ),
+        ),
+        (),
+    ),
+    Patch(
+        "host-reads",
+        (
+            "exir/_host_read.py",
+            "devtools/bundled_program/test/test_bundle_device_data.py",
+            "exir/_serialize/test/test_named_data_device.py",
+            "backends/xnnpack/test/test_xnnpack_device_constants.py",
+            "backends/vulkan/test/test_vulkan_device_constants.py",
+        ),
+        (
+            Edit(_EMITTER, _TO_EVALUE, "rest", 'if storage.device.type == "meta":',
+                 "raise host_read_error(name, spec.shape, spec.dtype, storage.device)",
+                 _HOST_READ.format("host_read_error")),
+            Edit("devtools/bundled_program/core.py", "BundledProgram.serialize_to_schema", "replace",
+                 "TensorSpec.from_tensor(input_val, const=True)", "TensorSpec.from_tensor(input_val.cpu(), const=True)", ""),
+            Edit("devtools/bundled_program/core.py", "BundledProgram.serialize_to_schema", "replace",
+                 "TensorSpec.from_tensor(expected_output_tensor, const=True)",
+                 "TensorSpec.from_tensor(expected_output_tensor.cpu(), const=True)", ""),
+            Edit("exir/_serialize/_named_data_store.py", "NamedDataStore.add_named_data", "before",
+                 "real_tensor_layout = TensorLayout.from_tensor(data)", "data = data.cpu()", ""),
+            Edit("backends/xnnpack/operators/node_visitor.py", "NodeVisitor.get_serialized_buffer_index", "after",
+                 "assert const_val is not None", _device_check("const_val", "self.exported_program", "get_attr_node"),
+                 _HOST_READ.format("constant_name, host_read_error")),
+            Edit("backends/xnnpack/operators/node_visitor.py", "NodeVisitor.get_quant_params", "after",
+                 "scale = cast(torch.Tensor, quant_params.scale)",
+                 _device_check("scale", "self.exported_program", "quant_params.q_input", "scales of "), ""),
+            Edit("backends/vulkan/serialization/vulkan_graph_builder.py", "VkGraphBuilder.maybe_add_constant_tensor",
+                 "before", "array_type = ctypes.c_char * size", _device_check("tensor", "self.program", "node"),
+                 _HOST_READ.format("constant_name, host_read_error")),
         ),
         (
             BuckEdit(
                 "exir/BUCK",
                 "error",
                 "after",
-                _target(
-                    "fbcode_target(_kind = runtime.python_library,",
-                    "host_data",
-                    ["_host_data.py"],
-                    [":error", ":tensor", "//caffe2:torch"],
-                ),
+                _target("fbcode_target(_kind = runtime.python_library,", "host_read", ["_host_read.py"],
+                        [":error", "//caffe2:torch"]),
             ),
-            BuckEdit("exir/emit/BUCK", "emit", "deps", _HOST_DATA_DEP),
-            BuckEdit(
-                "exir/tests/targets.bzl",
-                "asr_joiner",
-                "after",
-                _target(
-                    "runtime.python_library(",
-                    "simulated_device",
-                    ["simulated_device.py"],
-                    ["//caffe2:torch"],
-                ),
-            ),
-            BuckEdit(
-                "exir/emit/test/BUCK",
-                "emit",
-                "after",
-                _target(
-                    "fbcode_target(_kind = runtime.python_test,",
-                    "emit_device_constants",
-                    ["test_emit_device_constants.py"],
-                    [*_TEST_DEPS, _SIMULATION_DEP],
-                ),
-            ),
-        ),
-    ),
-    Patch(
-        "bundled-program",
-        ("devtools/bundled_program/test/test_bundle_device_data.py",),
-        (
-            Edit(
-                "devtools/bundled_program/core.py",
-                "BundledProgram._emit_bundled_tensor",
-                "first",
-                "",
-                'spec = host_spec(spec, "Bundled test tensor")',
-                _IMPORT.format("host_spec"),
-            ),
-        ),
-        (
-            BuckEdit("devtools/bundled_program/BUCK", "core", "deps", _HOST_DATA_DEP),
+            BuckEdit("exir/emit/BUCK", "emit", "deps", _HOST_READ_DEP),
+            BuckEdit("backends/xnnpack/operators/BUCK", "operators", "deps", _HOST_READ_DEP),
+            BuckEdit("backends/vulkan/serialization/targets.bzl", "lib", "deps", _HOST_READ_DEP),
             BuckEdit(
                 "devtools/bundled_program/test/BUCK",
                 "bundle_data",
                 "after",
-                _target(
-                    "fbcode_target(_kind = python_unittest,",
-                    "bundle_device_data",
-                    ["test_bundle_device_data.py"],
-                    [
-                        *_TEST_DEPS,
-                        "//executorch/devtools/bundled_program:config",
-                        "//executorch/devtools/bundled_program:core",
-                        "//executorch/devtools/bundled_program/serialize:lib",
-                        _SIMULATION_DEP,
-                    ],
-                ),
+                _target("fbcode_target(_kind = python_unittest,", "bundle_device_data", ["test_bundle_device_data.py"], [
+                    "//caffe2:torch",
+                    "//executorch/devtools/bundled_program:config",
+                    "//executorch/devtools/bundled_program:core",
+                    "//executorch/devtools/bundled_program/serialize:lib",
+                    "//executorch/exir:lib",
+                ]),
             ),
-        ),
-    ),
-    Patch(
-        "named-data",
-        ("exir/_serialize/test/test_named_data_device.py",),
-        (
-            Edit(
-                "exir/_serialize/_named_data_store.py",
-                "NamedDataStore.add_named_data",
-                "before",
-                "real_tensor_layout = TensorLayout.from_tensor(data)",
-                'data = host_tensor(data, f"Named data {key!r}")',
-                _IMPORT.format("host_tensor"),
-            ),
-            Edit(
-                "exir/_serialize/_named_data_store.py",
-                "_tensor_to_bytes",
-                "replace",
-                "return bytes(tensor.untyped_storage())",
-                "return (\n"
-                "            torch.empty(0, dtype=torch.uint8)\n"
-                "            .set_(tensor.untyped_storage())\n"
-                "            .numpy()\n"
-                "            .tobytes()\n"
-                "        )",
-                "",
-            ),
-        ),
-        (
-            BuckEdit("exir/_serialize/BUCK", "lib", "deps", _HOST_DATA_DEP),
             BuckEdit(
                 "exir/_serialize/test/BUCK",
-                "test_named_data_store",
+                "test_named_data_views",
                 "after",
-                _target(
-                    "fbcode_target(_kind = runtime.python_test,",
-                    "test_named_data_device",
-                    ["test_named_data_device.py"],
-                    [
-                        "//caffe2:torch",
-                        "//executorch/exir:error",
-                        "//executorch/exir/_serialize:lib",
-                        _SIMULATION_DEP,
-                    ],
-                ),
+                _target("fbcode_target(_kind = runtime.python_test,", "test_named_data_device",
+                        ["test_named_data_device.py"], ["//caffe2:torch", "//executorch/exir/_serialize:lib"]),
             ),
-        ),
-    ),
-    Patch(
-        "xnnpack",
-        ("backends/xnnpack/test/test_xnnpack_device_constants.py",),
-        (
-            Edit(
-                "backends/xnnpack/operators/node_visitor.py",
-                "NodeVisitor.get_serialized_buffer_index",
-                "after",
-                "assert const_val is not None",
-                "check_host_tensor(const_val, constant_name(self.exported_program, get_attr_node))",
-                _IMPORT.format("check_host_tensor, constant_name"),
-            ),
-            Edit(
-                "backends/xnnpack/operators/node_visitor.py",
-                "NodeVisitor.get_quant_params",
-                "after",
-                "scale = cast(torch.Tensor, quant_params.scale)",
-                "check_host_tensor(scale, "
-                'f"per-channel scales of {constant_name(self.exported_program, quant_params.q_input)}")',
-                "",
-            ),
-        ),
-        (
-            BuckEdit("backends/xnnpack/operators/BUCK", "operators", "deps", _HOST_DATA_DEP),
             BuckEdit(
                 "backends/xnnpack/test/BUCK",
                 "test_xnnpack_serialization",
                 "after",
-                _target(
-                    "fbcode_target(_kind = runtime.python_test,",
-                    "test_xnnpack_device_constants",
-                    ["test_xnnpack_device_constants.py"],
-                    [
-                        "//caffe2:torch",
-                        "//executorch/backends/xnnpack/operators:operators",
-                        "//executorch/backends/xnnpack/serialization:xnnpack_schema",
-                        "//executorch/exir:error",
-                        "//executorch/exir/_serialize:lib",
-                        _SIMULATION_DEP,
-                    ],
-                ),
+                _target("fbcode_target(_kind = runtime.python_test,", "test_xnnpack_device_constants",
+                        ["test_xnnpack_device_constants.py"], [
+                            *_TEST_DEPS,
+                            "//executorch/backends/xnnpack/operators:operators",
+                            "//executorch/backends/xnnpack/serialization:xnnpack_schema",
+                            "//executorch/exir/_serialize:lib",
+                        ]),
             ),
-        ),
-    ),
-    Patch(
-        "vulkan",
-        ("backends/vulkan/test/test_vulkan_device_constants.py",),
-        (
-            Edit(
-                "backends/vulkan/serialization/vulkan_graph_builder.py",
-                "VkGraphBuilder.get_param_tensor",
-                "before",
-                "return tensor",
-                "check_host_tensor(tensor, constant_name(self.program, node))",
-                _IMPORT.format("check_host_tensor, constant_name"),
-            ),
-        ),
-        (
-            BuckEdit("backends/vulkan/serialization/targets.bzl", "lib", "deps", _HOST_DATA_DEP),
             BuckEdit(
                 "backends/vulkan/test/targets.bzl",
                 "test_serialization",
                 "after",
-                _target(
-                    "python_unittest(",
-                    "test_vulkan_device_constants",
-                    ["test_vulkan_device_constants.py"],
-                    [
-                        "//caffe2:torch",
-                        "//executorch/backends/vulkan/serialization:lib",
-                        "//executorch/exir:error",
-                        "//executorch/exir/backend:utils",
-                        _SIMULATION_DEP,
-                    ],
-                ),
+                _target("python_unittest(", "test_vulkan_device_constants", ["test_vulkan_device_constants.py"], [
+                    *_TEST_DEPS,
+                    "//executorch/backends/vulkan/serialization:lib",
+                    "//executorch/exir/backend:utils",
+                ]),
             ),
         ),
+        (LineEdit("pytest.ini", "testpaths =", "backends/xnnpack/test",
+                  ("    backends/vulkan/test/test_vulkan_device_constants.py",)),),
     ),
-)
-
-# The CUDA-gated test joins the job of .github/workflows/cuda.yml that runs CUDA Python tests, on
-# changes to the files whose edits could bring the crash back: (job, or "" for the trigger, line
-# after which to insert, lines inserted).
-CUDA_TEST = "exir/emit/test/test_emit_device_constants.py"
-WORKFLOW_PATHS = ("exir/_host_data.py", "exir/emit/_emitter.py", CUDA_TEST)
-WORKFLOW_EDITS: Tuple[Tuple[str, str, Tuple[str, ...]], ...] = (
-    ("", "      - backends/aoti/**", tuple(f"      - {path}" for path in WORKFLOW_PATHS)),
-    ("  unittest-cuda:", "contains(needs.changed-files.outputs.changed-files, 'backends/aoti') ||", tuple(
-        f"      contains(needs.changed-files.outputs.changed-files, '{path}') ||" for path in WORKFLOW_PATHS
-    )),
-    ("  unittest-cuda:", '        python -m pytest backends/cuda/tests backends/cuda/passes/tests -v -o "addopts="', (
-        "",
-        "        # Lowering a CUDA module to the portable path raises instead of crashing",
-        f'        python -m pytest {CUDA_TEST}::TestEmitCudaModule -v -o "addopts="',
-    )),
 )
 
 
@@ -350,13 +312,10 @@ def executorch_root() -> Path:
 
 
 def upstream_file(path: str) -> str:
-    """A file of this repository as upstream's: its license header, `executorch.exir` for the
-    package."""
+    """A file of this repository as upstream's: its license header."""
     text = (REPO / path).read_text()
     assert text.startswith(PACKAGE_HEADER), f"{path} lacks the package's license header"
-    return UPSTREAM_HEADER + text[len(PACKAGE_HEADER):].replace(
-        "executorch_device_guard", "executorch.exir"
-    )
+    return UPSTREAM_HEADER + text[len(PACKAGE_HEADER):]
 
 
 def _function(tree: ast.Module, qualname: str) -> ast.AST:
@@ -393,26 +352,32 @@ def apply_edit(text: str, edit: Edit) -> str:
         assert body.count(edit.anchor) == 1, f"{edit.anchor!r} is not unique in {edit.function}"
         lines[start:end] = [body.replace(edit.anchor, edit.code)]
     else:
-        if edit.how == "first":
-            body = function.body  # type: ignore[attr-defined]
-            docstring = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-            statement = body[1 if docstring else 0]
-        else:
-            statement = _statement(function, lines, edit.anchor)
+        statement = _statement(function, lines, edit.anchor)
         first, last = statement.lineno - 1, statement.end_lineno
         indent = re.match(r"\s*", lines[first]).group()
-        where = last if edit.how == "after" else first
-        lines[where:where] = [indent + edit.code + "\n"]
+        code = textwrap.indent(edit.code, indent) + "\n"
+        if edit.how == "rest":
+            block = next(
+                body
+                for node in ast.walk(function)
+                for body in (getattr(node, "body", None), getattr(node, "orelse", None))
+                if isinstance(body, list) and statement in body
+            )
+            lines[first : block[-1].end_lineno] = [code]
+        else:
+            where = last if edit.how == "after" else first
+            lines[where:where] = [code]
     return add_import("".join(lines), edit.imports) if edit.imports else "".join(lines)
 
 
 def add_import(text: str, line: str) -> str:
-    """Adds an import line after the module's last one; ufmt sorts it afterwards."""
-    last_import = max(
-        n.end_lineno for n in ast.parse(text).body if isinstance(n, (ast.Import, ast.ImportFrom))
-    )
+    """Adds an import line to the module's first block of imports; ufmt sorts it afterwards."""
+    body = ast.parse(text).body
+    first = next(i for i, n in enumerate(body) if isinstance(n, (ast.Import, ast.ImportFrom)))
+    block = body[first:]
+    last = next((i for i, n in enumerate(block) if not isinstance(n, (ast.Import, ast.ImportFrom))), len(block))
     lines = text.splitlines(keepends=True)
-    lines.insert(last_import, line + "\n")
+    lines.insert(block[last - 1].end_lineno, line + "\n")
     return "".join(lines)
 
 
@@ -449,12 +414,11 @@ def apply_buck_edit(text: str, edit: BuckEdit) -> str:
     return "".join(lines)
 
 
-def edit_workflow(text: str) -> str:
+def apply_line_edit(text: str, edit: LineEdit) -> str:
     lines = text.splitlines()
-    for job, after, inserted in WORKFLOW_EDITS:
-        start = lines.index(job) if job else 0
-        where = next(i for i in range(start, len(lines)) if lines[i].strip() == after.strip()) + 1
-        lines[where:where] = inserted
+    start = lines.index(edit.section) if edit.section else 0
+    where = next(i for i in range(start, len(lines)) if lines[i].strip() == edit.after.strip()) + 1
+    lines[where:where] = edit.lines
     return "\n".join(lines) + "\n"
 
 
@@ -483,14 +447,15 @@ def upstream_text(git_dir: str, ref: str, path: str) -> str:
     ).stdout
 
 
-def is_buck(path: str) -> bool:
-    return path.rsplit("/", 1)[-1] in BUCK_FILES
+def in_wheel(path: str) -> bool:
+    """Whether the executorch wheel has this file of upstream's repository (no Buck files,
+    .github/ or pytest.ini)."""
+    return not path.startswith(".github/") and path.rsplit("/", 1)[-1] not in NOT_IN_WHEEL
 
 
 def generate(root: Path, git_dir: Optional[str], ref: str) -> Dict[str, str]:
-    """The series as {file name: text}; without an upstream checkout, without Buck edits and the
-    workflow patch."""
-    total = len(PATCHES) + 1
+    """The series as {file name: text}; without an upstream checkout, without the hunks of files
+    that the wheel lacks."""
     patches: Dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="series-") as tmp:
         repo = Path(tmp)
@@ -498,8 +463,8 @@ def generate(root: Path, git_dir: Optional[str], ref: str) -> Dict[str, str]:
         (repo / "pyproject.toml").write_text(UFMT_CONFIG)
         (repo / ".git" / "info" / "exclude").write_text("pyproject.toml\n")
         sources = {edit.path for patch in PATCHES for edit in patch.edits}
-        bucks = {edit.path for patch in PATCHES for edit in patch.buck} if git_dir else set()
-        for path in sorted(sources | bucks | ({WORKFLOW} if git_dir else set())):
+        others = {edit.path for patch in PATCHES for edit in (*patch.buck, *patch.lines)} if git_dir else set()
+        for path in sorted(sources | others):
             (repo / path).parent.mkdir(parents=True, exist_ok=True)
             if path in sources:
                 shutil.copyfile(root / path, repo / path)
@@ -515,12 +480,11 @@ def generate(root: Path, git_dir: Optional[str], ref: str) -> Dict[str, str]:
                 (repo / edit.path).write_text(apply_edit((repo / edit.path).read_text(), edit))
             for edit in patch.buck if git_dir else ():
                 (repo / edit.path).write_text(apply_buck_edit((repo / edit.path).read_text(), edit))
+            for edit in patch.lines if git_dir else ():
+                (repo / edit.path).write_text(apply_line_edit((repo / edit.path).read_text(), edit))
             python = sorted({*patch.new_files, *(edit.path for edit in patch.edits)})
             subprocess.run([sys.executable, "-m", "ufmt", "--quiet", "format", *python], cwd=repo, check=True)
-            patches.update(_commit(repo, number, total, patch.slug, _message(patch.slug)))
-        if git_dir:
-            (repo / WORKFLOW).write_text(edit_workflow((repo / WORKFLOW).read_text()))
-            patches.update(_commit(repo, total, total, "ci", _message("ci")))
+            patches.update(_commit(repo, number, len(PATCHES), patch.slug, _message(patch.slug)))
     return patches
 
 
@@ -544,11 +508,9 @@ def sections(patch: str) -> Tuple[str, Dict[str, str]]:
 
 def differences(generated: Dict[str, str], committed: Dict[str, str], whole: bool) -> List[str]:
     """Where the committed series differs from the generated one; without an upstream checkout
-    (not `whole`), Buck and workflow hunks are not compared."""
+    (not `whole`), the hunks of files that the wheel lacks are not compared."""
     found = []
     for name in sorted(set(generated) | set(committed)):
-        if not whole and name.endswith("-ci.patch"):
-            continue
         if name not in generated or name not in committed:
             found.append(f"upstream/{name}: {'not generated' if name in committed else 'not committed'}")
             continue
@@ -556,7 +518,7 @@ def differences(generated: Dict[str, str], committed: Dict[str, str], whole: boo
         if message != old_message:
             found.append(f"upstream/{name}: the message differs")
         if not whole:
-            old_files = {path: text for path, text in old_files.items() if not is_buck(path)}
+            old_files = {path: text for path, text in old_files.items() if in_wheel(path)}
         elif generated[name] != committed[name] and message == old_message and files == old_files:
             found.append(f"upstream/{name}: the diffstat differs")
         for path in sorted(set(files) | set(old_files)):
@@ -578,7 +540,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.check:
         found = differences(series, committed, bool(args.upstream_git))
         print("\n".join(found) or f"the committed series is generated from this code"
-              f"{'' if args.upstream_git else ' (Buck and workflow hunks not compared: no --upstream-git)'}")
+              f"{'' if args.upstream_git else ' (the hunks of files that the wheel lacks not compared: no --upstream-git)'}")
         return 1 if found else 0
     if not args.upstream_git:
         parser.error("writing the series needs --upstream-git (Buck files and the workflow)")

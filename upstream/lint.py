@@ -74,12 +74,17 @@ def _canonical(pin: str) -> str:
 
 
 def make_repo(git_dir: str, ref: str, files: Mapping[str, Path], repo: Path) -> None:
-    """A new git repository at `repo`: upstream's CONFIG at `ref`, then `files` at their paths,
-    all added: lintrunner lints inside a repository and reads its settings from the root."""
+    """A new git repository at `repo`: upstream's CONFIG at `ref`, committed on main, then `files`
+    at their paths, added: lintrunner lints inside a repository and reads its settings from the
+    root."""
     repo.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(repo)], check=True, env=GIT_ENV)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True, env=GIT_ENV)
     for path in CONFIG:
         (repo / path).write_text(_show(git_dir, ref, path))
+    # A commit on main: lintrunner init asks for the merge base with main (merge_base_with).
+    identity = ["-c", "user.name=lint", "-c", "user.email=lint@localhost"]
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True, env=GIT_ENV)
+    subprocess.run(["git", *identity, "commit", "-q", "-m", "config"], cwd=repo, check=True, env=GIT_ENV)
     for path, source in files.items():
         (repo / path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, repo / path)

@@ -6,7 +6,6 @@
 
 # pyre-strict
 
-import os
 import unittest
 
 import torch
@@ -15,51 +14,54 @@ from executorch.backends.xnnpack.operators.quant_params import QuantParams
 from executorch.backends.xnnpack.serialization.xnnpack_graph_schema import XNNGraph
 from executorch.exir._serialize._named_data_store import NamedDataStore
 from executorch.exir.error import InternalError
-from executorch_device_guard.tests.simulated_device import simulate_device
 from torch.export import export, ExportedProgram
 
-DEVICE_ERROR = "is on cuda:0, but ExecuTorch serializes constants from host memory"
+NO_DATA = "is a meta or fake tensor and holds no data to serialize"
+ON_CUDA = "is on cuda:0, but ExecuTorch serializes constants from host memory"
 
 
-@unittest.skipUnless(os.name == "posix", "simulated device memory needs POSIX mmap")
-class TestXnnpackDeviceConstants(unittest.TestCase):
-    def setUp(self) -> None:
-        self.model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()
-        self.program = export(self.model, (torch.ones(2, 4),))
-        self.graph = XNNGraph(
-            version="0",
-            xnodes=[],
-            xvalues=[],
-            num_externs=0,
-            input_ids=[],
-            output_ids=[],
-            constant_data=[],
-        )
+def graph() -> XNNGraph:
+    return XNNGraph(
+        version="0",
+        xnodes=[],
+        xvalues=[],
+        num_externs=0,
+        input_ids=[],
+        output_ids=[],
+        constant_data=[],
+    )
 
-    def serialize_weight(self, program: ExportedProgram) -> None:
+
+def exported(device: str) -> ExportedProgram:
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()
+    return export(model.to(device), (torch.ones(2, 4, device=device),))
+
+
+class XnnpackDeviceConstantsTest(unittest.TestCase):
+    def assert_weight_raises(self, device: str, error: str) -> None:
+        program = exported(device)
         (weight,) = [n for n in program.graph.nodes if n.name == "p_0_weight"]
-        NodeVisitor(program, {}, NamedDataStore()).get_serialized_buffer_index(
-            weight,
-            self.graph,
-            vals_to_ids={},
-            convert_to_nhwc=False,
-            swap_in_out_for_weights=False,
-            quant_params=None,
-        )
-
-    def test_weight_on_device_raises(self) -> None:
-        simulate_device(self.program.state_dict["0.weight"])
+        visitor = NodeVisitor(program, {}, NamedDataStore())
         with self.assertRaisesRegex(
-            InternalError, f"Constant '0.weight' .* {DEVICE_ERROR}"
+            InternalError,
+            rf"Constant '0.weight' \(shape \[3, 4\], dtype torch.float32\) {error}",
         ):
-            self.serialize_weight(self.program)
+            visitor.get_serialized_buffer_index(
+                weight,
+                graph(),
+                vals_to_ids={},
+                convert_to_nhwc=False,
+                swap_in_out_for_weights=False,
+                quant_params=None,
+            )
 
-    def test_per_channel_scales_on_device_raise(self) -> None:
-        (weight,) = [n for n in self.program.graph.nodes if n.name == "p_0_weight"]
+    def assert_scales_raise(self, device: str, error: str) -> None:
+        program = exported("cpu")
+        (weight,) = [n for n in program.graph.nodes if n.name == "p_0_weight"]
         quant_params = QuantParams(
             per_channel=True,
             q_input=weight,
-            scale=simulate_device(torch.full((3,), 0.1)),
+            scale=torch.full((3,), 0.1, device=device),
             zp=torch.zeros(3),
             axis=0,
             dtype=torch.int8,
@@ -68,18 +70,28 @@ class TestXnnpackDeviceConstants(unittest.TestCase):
             is_output=False,
             is_input=False,
         )
-        visitor = NodeVisitor(self.program, {}, NamedDataStore())
+        visitor = NodeVisitor(program, {}, NamedDataStore())
         with self.assertRaisesRegex(
-            InternalError, f"Constant per-channel scales of '0.weight' .* {DEVICE_ERROR}"
+            InternalError, f"Constant scales of '0.weight' .* {error}"
         ):
-            visitor.get_quant_params(quant_params, self.graph)
+            visitor.get_quant_params(quant_params, graph())
 
+
+class TestXnnpackMetaConstants(XnnpackDeviceConstantsTest):
     def test_meta_weight_has_no_data(self) -> None:
-        meta = export(self.model.to("meta"), (torch.ones(2, 4, device="meta"),))
-        with self.assertRaisesRegex(
-            InternalError, "Constant '0.weight' .* is a meta or fake tensor"
-        ):
-            self.serialize_weight(meta)
+        self.assert_weight_raises("meta", NO_DATA)
+
+    def test_meta_per_channel_scales_have_no_data(self) -> None:
+        self.assert_scales_raise("meta", NO_DATA)
+
+
+@unittest.skipUnless(torch.cuda.is_available(), "needs a CUDA device")
+class TestXnnpackCudaConstants(XnnpackDeviceConstantsTest):
+    def test_cuda_weight_raises(self) -> None:
+        self.assert_weight_raises("cuda", ON_CUDA)
+
+    def test_cuda_per_channel_scales_raise(self) -> None:
+        self.assert_scales_raise("cuda", ON_CUDA)
 
 
 if __name__ == "__main__":

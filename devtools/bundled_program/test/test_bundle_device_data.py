@@ -6,23 +6,19 @@
 
 # pyre-strict
 
-import os
 import unittest
 from typing import List
 
 import torch
-from executorch.devtools.bundled_program.core import BundledProgram
 from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
+from executorch.devtools.bundled_program.core import BundledProgram
 from executorch.devtools.bundled_program.serialize import (
     serialize_from_bundled_program_to_flatbuffer,
 )
 from executorch.exir import ExecutorchProgramManager, to_edge_transform_and_lower
-from executorch.exir.error import InternalError
-from executorch_device_guard.tests.simulated_device import simulate_device
 from torch.export import export
 
 
-@unittest.skipUnless(os.name == "posix", "simulated device memory needs POSIX mmap")
 class TestBundleDeviceData(unittest.TestCase):
     program: ExecutorchProgramManager
     inputs: List[torch.Tensor]
@@ -47,20 +43,23 @@ class TestBundleDeviceData(unittest.TestCase):
             BundledProgram(self.program, [suite])
         )
 
-    def test_device_values_are_bundled_as_on_the_cpu(self) -> None:
-        on_device = self.bundle(
-            [simulate_device(t.clone()) for t in self.inputs],
-            [simulate_device(t.clone()) for t in self.expected_outputs],
-        )
-        self.assertEqual(on_device, self.bundle(self.inputs, self.expected_outputs))
-
-    def test_meta_value_has_no_data(self) -> None:
-        with self.assertRaisesRegex(
-            InternalError,
-            r"Bundled test tensor \(shape \[2, 4\], dtype torch.float32\) is a meta "
-            "or fake tensor and holds no data",
+    def test_meta_values_have_no_data(self) -> None:
+        meta_input = [torch.empty(2, 4, device="meta")]
+        meta_output = [torch.empty(2, 3, device="meta")]
+        for inputs, outputs in (
+            (meta_input, self.expected_outputs),
+            (self.inputs, meta_output),
         ):
-            self.bundle([torch.empty(2, 4, device="meta")], self.expected_outputs)
+            with self.subTest(inputs=inputs[0].device, outputs=outputs[0].device):
+                with self.assertRaisesRegex(NotImplementedError, "meta tensor; no data"):
+                    self.bundle(inputs, outputs)
+
+    @unittest.skipUnless(torch.cuda.is_available(), "needs a CUDA device")
+    def test_cuda_values_are_bundled_as_on_the_cpu(self) -> None:
+        on_cuda = self.bundle(
+            [t.cuda() for t in self.inputs], [t.cuda() for t in self.expected_outputs]
+        )
+        self.assertEqual(on_cuda, self.bundle(self.inputs, self.expected_outputs))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@
 
 # pyre-strict
 
-import os
 import subprocess
 import sys
 import unittest
@@ -18,11 +17,17 @@ from executorch.exir import (
     to_edge_transform_and_lower,
 )
 from executorch.exir.error import InternalError
-from executorch_device_guard.tests.simulated_device import simulate_device
 from torch.export import export
 
-DEVICE_ERROR = "is on cuda:0, but ExecuTorch serializes constants from host memory"
-NO_DATA = "is a meta or fake tensor and holds no data to serialize"
+NO_DATA = (
+    "is a meta or fake tensor and holds no data to serialize. Load real values first."
+)
+ON_CUDA = (
+    "is on cuda:0, but ExecuTorch serializes constants from host memory. Export on "
+    "the CPU, or move the exported program with torch.export.passes."
+    "move_to_device_pass(exported_program, 'cpu') and lower it as usual. To run on "
+    "the device, use a backend that owns device weights (CudaPartitioner)."
+)
 
 
 class WithBuffer(torch.nn.Module):
@@ -36,6 +41,15 @@ class WithBuffer(torch.nn.Module):
         return x + self.offset
 
 
+class WithConstant(torch.nn.Module):
+    def __init__(self, device: str) -> None:
+        super().__init__()
+        self.table = torch.arange(4.0, device=device)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.table
+
+
 class WithEmpty(torch.nn.Module):
     empty: torch.Tensor
 
@@ -47,63 +61,30 @@ class WithEmpty(torch.nn.Module):
         return torch.cat((x, self.empty), dim=1)
 
 
-class WithConstant(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.table = torch.arange(4.0)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.table
-
-
 def linear() -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()
 
 
-def lowered(module: torch.nn.Module) -> EdgeProgramManager:
-    edge: EdgeProgramManager = to_edge_transform_and_lower(
-        export(module, (torch.ones(2, 4),))
-    )
-    return edge
+def lowered(module: torch.nn.Module, device: str, **kwargs: object) -> EdgeProgramManager:
+    example = (torch.ones(2, 4, device=device),)
+    return to_edge_transform_and_lower(export(module.to(device), example), **kwargs)
 
 
-@unittest.skipUnless(os.name == "posix", "simulated device memory needs POSIX mmap")
-class TestEmitDeviceConstants(unittest.TestCase):
-    def test_weight_on_device_raises(self) -> None:
-        edge = lowered(linear())
-        simulate_device(edge.exported_program().state_dict["0.weight"])
-        with self.assertRaises(InternalError) as raised:
-            edge.to_executorch()
-        message = str(raised.exception)
-        self.assertIn(
-            f"Constant '0.weight' (shape [3, 4], dtype torch.float32) {DEVICE_ERROR}",
-            message,
-        )
-        self.assertIn("Move the module and its example inputs to the CPU", message)
-
-    def test_each_kind_of_constant_is_named(self) -> None:
-        buffer = lowered(WithBuffer())
-        simulate_device(buffer.exported_program().state_dict["offset"])
-        constant = lowered(WithConstant())
-        simulate_device(constant.exported_program().constants["table"])
-        external = lowered(linear())
-        simulate_device(external.exported_program().state_dict["0.weight"])
-        table = simulate_device(torch.arange(6.0).reshape(2, 3))
-        method = to_edge_transform_and_lower(
-            export(linear(), (torch.ones(2, 4),)),
-            constant_methods={"get_table": table, "n": 3},
-        )
+class DeviceConstantsTest(unittest.TestCase):
+    def assert_each_kind_is_named(self, device: str, error: str) -> None:
+        table = torch.arange(6.0, device=device).reshape(2, 3)
         cases = (
-            (buffer, ExecutorchBackendConfig(), "'offset' (shape [4]"),
-            (constant, ExecutorchBackendConfig(), "'table' (shape [4]"),
+            (lowered(linear(), device), None, "'0.weight' (shape [3, 4]"),
+            (lowered(WithBuffer(), device), None, "'offset' (shape [4]"),
+            (lowered(WithConstant(device), device), None, "'table' (shape [4]"),
             (
-                external,
+                lowered(linear(), device),
                 ExecutorchBackendConfig(external_constants=True),
                 "'0.weight' (shape [3, 4]",
             ),
             (
-                method,
-                ExecutorchBackendConfig(),
+                lowered(linear(), "cpu", constant_methods={"get_table": table}),
+                None,
                 "returned by constant method 'get_table' (shape [2, 3]",
             ),
         )
@@ -112,24 +93,35 @@ class TestEmitDeviceConstants(unittest.TestCase):
                 with self.assertRaises(InternalError) as raised:
                     edge.to_executorch(config)
                 self.assertIn(f"Constant {name}", str(raised.exception))
-                self.assertIn(DEVICE_ERROR, str(raised.exception))
+                self.assertIn(error, str(raised.exception))
 
-    def test_empty_constant_on_device_serializes(self) -> None:
-        edge = lowered(WithEmpty())
-        simulate_device(edge.exported_program().state_dict["empty"])
-        self.assertGreater(len(edge.to_executorch().buffer), 0)
 
-    def test_meta_constant_has_no_data(self) -> None:
-        module = linear().to("meta")
-        edge = to_edge_transform_and_lower(
-            export(module, (torch.ones(2, 4, device="meta"),))
+class TestEmitMetaConstants(DeviceConstantsTest):
+    def test_meta_weight_has_no_data(self) -> None:
+        with self.assertRaises(InternalError) as raised:
+            lowered(linear(), "meta").to_executorch()
+        self.assertIn(
+            f"Constant '0.weight' (shape [3, 4], dtype torch.float32) {NO_DATA}",
+            str(raised.exception),
         )
-        with self.assertRaisesRegex(InternalError, f"Constant '0.weight' .* {NO_DATA}"):
-            edge.to_executorch()
+
+    def test_each_kind_of_meta_constant_is_named(self) -> None:
+        self.assert_each_kind_is_named("meta", NO_DATA)
+
+    def test_empty_meta_constant_serializes(self) -> None:
+        program = lowered(WithEmpty(), "meta").to_executorch()
+        self.assertGreater(len(program.buffer), 0)
 
 
 @unittest.skipUnless(torch.cuda.is_available(), "needs a CUDA device")
-class TestEmitCudaModule(unittest.TestCase):
+class TestEmitCudaConstants(DeviceConstantsTest):
+    def test_each_kind_of_cuda_constant_is_named(self) -> None:
+        self.assert_each_kind_is_named("cuda", ON_CUDA)
+
+    def test_empty_cuda_constant_serializes(self) -> None:
+        program = lowered(WithEmpty(), "cuda").to_executorch()
+        self.assertGreater(len(program.buffer), 0)
+
     def test_cuda_module_raises_instead_of_crashing(self) -> None:
         # In a child process: a regression dies with SIGSEGV instead of raising.
         reproducer = """
@@ -145,8 +137,11 @@ to_edge_transform_and_lower(export(model, (example,))).to_executorch()
             [sys.executable, "-c", reproducer], capture_output=True, text=True
         )
         self.assertEqual(result.returncode, 1, result.stderr[-3000:])
-        self.assertIn("InternalError: Constant '0.weight'", result.stderr)
-        self.assertIn(DEVICE_ERROR, result.stderr)
+        self.assertIn(
+            "InternalError: Constant '0.weight' (shape [3, 4], dtype torch.float32) "
+            + ON_CUDA,
+            result.stderr,
+        )
 
 
 if __name__ == "__main__":

@@ -4,14 +4,12 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-# pyre-strict
-
-"""Device memory as the host sees it, for tests of code that must not read it.
+"""Device memory as the host sees it, for the package's tests on machines without a GPU.
 
 A simulated storage reports cuda:0 and a data_ptr() into a PROT_NONE mapping, so a host read
-through ctypes crashes as it does on a GPU, while a copy to a host storage gets the real bytes as
-a device-to-host copy would. Reading it element by element (one transfer each on a GPU) or through
-numpy raises. The mapping needs POSIX mmap.
+through ctypes crashes as it does on a GPU, while a copy to a host storage, or the tensor's own
+.cpu(), gets the real values as a device-to-host copy would. Reading it element by element (one
+transfer each on a GPU) or through numpy raises. The mapping needs POSIX mmap.
 """
 
 import ctypes
@@ -74,7 +72,9 @@ def simulate_device(tensor: torch.Tensor) -> torch.Tensor:
     assert real.nbytes() <= _UNREADABLE_SIZE
     simulated = SimulatedDeviceStorage(real.nbytes())  # type: ignore[no-untyped-call]
     simulated.copy_(real)
+    host = tensor.clone()  # what .cpu() gives for a device tensor: the same values and strides
     tensor.untyped_storage = lambda: simulated  # type: ignore[method-assign]
     tensor.numpy = _numpy  # type: ignore[method-assign]
+    tensor.cpu = lambda: host  # type: ignore[method-assign]
     return tensor
 
