@@ -21,8 +21,7 @@ runtime guard off (EXECUTORCH_DEVICE_GUARD=0) and the patched copy first on sys.
   identical per-test outcomes of upstream's own tests.
 
 With --upstream-git, on the upstream revision --ref: `git am` of the whole series onto its
-versions of the touched files (and, reported only, `git apply` onto the previous release); the
-Buck check (upstream/buck.py); upstream's lintrunner linters (upstream/lint.py, with
+versions of the touched files; the Buck check (upstream/buck.py); upstream's lintrunner linters (upstream/lint.py, with
 --lint-python); with --actionlint, actionlint on the workflow before and after the CI patch.
 
     python upstream/check.py                      # apply to the installed release, run the tests
@@ -52,7 +51,6 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 REPO = Path(__file__).resolve().parents[1]
 SERIES = REPO / "upstream"
-OLDER_RELEASE = "v1.4.1"  # reported, not required: the series is based on the newest release
 TIMEOUT = 1800.0  # seconds for one pytest run
 ERROR_LINE = "executorch.exir.error.InternalError:"
 # What the wheel lacks: `git apply` leaves these hunks out on the installed release.
@@ -153,24 +151,6 @@ def _git_env(folder: Path) -> Dict[str, str]:
     }
 
 
-def git_apply(patch: Path, folder: Path, *options: str) -> Optional[str]:
-    """Runs `git apply` in `folder`; git's message if it fails, else None."""
-    result = _run(["git", "apply", *options, str(patch)], cwd=folder, env=_git_env(folder))
-    return None if result.returncode == 0 else (result.stderr + result.stdout).strip()
-
-
-def _difference(hunk: List[str], lines: List[str]) -> str:
-    """Where a rejected hunk's context (its ' ' and '-' lines) and the file part, at its place."""
-    start = int(hunk[0].split()[1][1:].split(",")[0])
-    expected = [line[1:] for line in hunk[1:] if line[:1] in (" ", "-")]
-    for offset, line in enumerate(expected):
-        number = start + offset
-        found = lines[number - 1] if number <= len(lines) else "(end of file)"
-        if found != line:
-            return f"line {number}: the patch expects {line!r}, the file has {found!r}"
-    return "the context is there, but git found it ambiguous or misplaced"
-
-
 class Applied(NamedTuple):
     """A patch applied: git's error if it did not apply, else its hunks at other lines."""
 
@@ -180,39 +160,12 @@ class Applied(NamedTuple):
 
 
 def apply_series(patches: Sequence[Patch], folder: Path, *options: str) -> List[Applied]:
-    """Checks, then applies, each patch in turn; returns each with git's error, if any.
-
-    A patch that does not apply goes in with --reject (the hunks that apply), so that the later
-    patches keep their base where they can; each rejected hunk is added to the error with the
-    first line where the file differs from its context.
-    """
-    results: List[Applied] = []
+    """`git apply` (never fuzzy) of each patch in turn, with git's error, if any."""
+    results = []
     for patch in patches:
-        moved: List[str] = []
-        error = git_apply(patch.path, folder, "--check", *options)
-        if error is None:
-            verbose = _run(["git", "apply", "--check", "-v", *options, str(patch.path)], cwd=folder,
-                           env=_git_env(folder))
-            moved = [line.rstrip(".") for line in verbose.stderr.splitlines() if "offset" in line]
-            error = git_apply(patch.path, folder, *options)
-        else:
-            before = {
-                path: (folder / path).read_text().splitlines()
-                for path in patch.files
-                if (folder / path).is_file()
-            }
-            git_apply(patch.path, folder, "--reject", *options)
-            for path in patch.files:
-                rejected = folder / f"{path}.rej"
-                if not rejected.exists():
-                    continue
-                hunk: List[str] = []
-                for line in rejected.read_text().splitlines()[1:] + ["@@"]:
-                    if line.startswith("@@") and hunk:
-                        error += f"\nrejected: {path} {hunk[0]}\n  {_difference(hunk, before.get(path, []))}"
-                        hunk = []
-                    hunk.append(line)
-                rejected.unlink()
+        result = _run(["git", "apply", "-v", *options, str(patch.path)], cwd=folder, env=_git_env(folder))
+        moved = [line.rstrip(".") for line in result.stderr.splitlines() if "offset" in line]
+        error = None if result.returncode == 0 else (result.stderr + result.stdout).strip()
         results.append(Applied(patch, error, moved))
     return results
 
@@ -307,49 +260,38 @@ def section_installed(report: Report, patches: Sequence[Patch], patched: Path) -
 
 def section_upstream(report: Report, patches: Sequence[Patch], git_dir: str, ref: str,
                      workdir: Path) -> Optional[Path]:
-    """`git am` of the whole series onto `ref`'s versions of the files it touches (required); the
-    same onto the previous release with `git apply` (reported). Returns the repository after am.
+    """`git am` of the whole series onto `ref`'s versions of the files it touches. Returns the
+    repository after am, or None.
 
     The fetched snapshot lacks a few large blobs, so git cannot write `ref`'s whole tree: the base
     commit holds the touched files only, which is all that `git am` reads."""
     paths = sorted({f for p in patches for f in p.files})
-    repo: Optional[Path] = None
-    for revision, required in ((ref, True), (OLDER_RELEASE, False)):
-        commit = _run(["git", "--git-dir", git_dir, "log", "-1", "--format=%h %cs", revision])
-        if commit.returncode != 0:
-            report.check(f"upstream {revision}: not found in {git_dir}", False, required)
-            continue
-        folder = workdir / f"upstream-{Path(revision).name}"
-        folder.mkdir()
-        git = ["git", "--git-dir", git_dir]
-        existing = _run([*git, "ls-tree", "-r", "--name-only", revision, "--", *paths]).stdout.split()
-        archive = subprocess.run([*git, "archive", "--format=tar", revision, "--", *existing],
-                                 capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
-        report.say(f"upstream `{revision}` ({commit.stdout.strip()}):")
-        if not required:
-            results = apply_series(patches, folder)
-            report_applied(report, results)
-            applies = all(r.error is None for r in results)
-            report.check(f"applies to upstream {revision} (reported only: the series is based on "
-                         f"the newest release): {'yes' if applies else 'no'}", applies, required)
-            report.say()
-            continue
-        probe_folder = workdir / "upstream-offsets"
-        shutil.copytree(folder, probe_folder)
-        report_applied(report, apply_series(patches, probe_folder))
-        env = _git_env(folder)
-        for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", f"{revision} (the touched files)"]):
-            subprocess.run(["git", *command], cwd=folder, env=env, check=True, capture_output=True)
-        am = _run(["git", "am", *(str(p.path) for p in patches)], cwd=folder, env=env)
-        report.say(f"`git am upstream/*.patch`: exit {am.returncode}")
-        report.block(am.stdout + am.stderr)
-        ok = am.returncode == 0
-        report.check(f"`git am` applies the whole series to upstream {revision}, Buck files and "
-                     f"workflow included: {'yes' if ok else 'no'}", ok)
-        report.say()
-        repo = folder if ok else None
-    return repo
+    commit = _run(["git", "--git-dir", git_dir, "log", "-1", "--format=%h %cs", ref])
+    if commit.returncode != 0:
+        report.check(f"upstream {ref}: not found in {git_dir}", False)
+        return None
+    folder = workdir / "upstream"
+    folder.mkdir()
+    git = ["git", "--git-dir", git_dir]
+    existing = _run([*git, "ls-tree", "-r", "--name-only", ref, "--", *paths]).stdout.split()
+    archive = subprocess.run([*git, "archive", "--format=tar", ref, "--", *existing],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    report.say(f"upstream `{ref}` ({commit.stdout.strip()}):")
+    probe_folder = workdir / "upstream-offsets"
+    shutil.copytree(folder, probe_folder)
+    report_applied(report, apply_series(patches, probe_folder))
+    env = _git_env(folder)
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", f"{ref} (the touched files)"]):
+        subprocess.run(["git", *command], cwd=folder, env=env, check=True, capture_output=True)
+    am = _run(["git", "am", *(str(p.path) for p in patches)], cwd=folder, env=env)
+    report.say(f"`git am upstream/*.patch`: exit {am.returncode}")
+    report.block(am.stdout + am.stderr)
+    ok = am.returncode == 0
+    report.check(f"`git am` applies the whole series to upstream {ref}, Buck files and "
+                 f"workflow included: {'yes' if ok else 'no'}", ok)
+    report.say()
+    return folder if ok else None
 
 
 def _changed(repo: Path, filter: str) -> List[str]:
@@ -528,7 +470,8 @@ def mutant(root: Path, left_out: Any) -> str:
 
 def section_mutations(report: Report, root: Path, patched: Path, workers: int, workdir: Path) -> None:
     """Each edit of the series left out in turn, all others applied: the tests of its patch fail or
-    crash, and every other test passes. The one edit that moves code (how="rest": 0003 moves
+    crash, and every other test passes but a later patch's, which may build on it (0003's CUDA
+    test of a channels-last slice needs 0002). The one edit that moves code (how="rest": 0003 moves
     0001's message into exir/_host_read.py) must change nothing: every test passes without it,
     which shows that the two give the same message."""
     report.say("Each row: the series applied but for one edit; the series' tests run with "
@@ -539,16 +482,18 @@ def section_mutations(report: Report, root: Path, patched: Path, workers: int, w
     tree = site / "executorch"
     off = runner.environment(False, site)
     rows = []
-    for patch in generate.PATCHES:
-        own = [path[:-3].replace("/", ".") + "." for path in patch.new_files if path in TEST_FILES]
+    tests = [tuple(path[:-3].replace("/", ".") + "." for path in p.new_files if path in TEST_FILES) for p in generate.PATCHES]
+    for index, patch in enumerate(generate.PATCHES):
+        own, later = tests[index], sum(tests[index + 1:], ())
         for edit in patch.edits:
             target = tree / edit.path
             target.write_text(mutant(root, edit))
             run = run_series_tests(tree, off, workers, workdir / f"mutant-{len(rows)}", "mutant")
             shutil.copyfile(patched / edit.path, target)
             failing = {t: o for t, o in run.outcomes.items() if o not in ("passed", "skipped")}
-            mine = sorted(t for t in failing if any(t.startswith(prefix) for prefix in own))
-            others = sorted(t for t in failing if t not in mine)
+            mine = sorted(t for t in failing if t.startswith(own))
+            builds_on = sorted(t for t in failing if t.startswith(later))
+            others = sorted(t for t in failing if t not in mine and t not in builds_on)
             crashed = [t for t in mine if "crashed" in run.messages.get(t, "")]
             passed = sum(1 for o in run.outcomes.values() if o == "passed")
             moves = edit.how == "rest"
@@ -556,14 +501,15 @@ def section_mutations(report: Report, root: Path, patched: Path, workers: int, w
             change = edit.code.strip().splitlines()[0][:48]
             rows.append((f"{patch.slug}: {edit.function}: `{change}`" + (" (moves code)" if moves else ""),
                          "; ".join(f"{t.rsplit('.', 1)[-1]} ({'crashed' if t in crashed else failing[t]})" for t in mine),
-                         f"{passed} passed" + (f"; ALSO FAILING: {', '.join(others)}" if others else ""),
+                         f"{passed} passed" + (f"; a later patch's test fails: {', '.join(builds_on)}" if builds_on else "")
+                         + (f"; ALSO FAILING: {', '.join(others)}" if others else ""),
                          "ok" if ok else "FAIL"))
             if not ok:
                 report.block(run.log_tail)
     for line in runner.table(("edit left out", "its patch's tests that fail", "the other tests", ""), rows):
         report.say(line)
     report.say()
-    report.check(f"each of the {len(rows)} edits is needed by its patch's tests and by no other, "
+    report.check(f"each of the {len(rows)} edits is needed by its patch's tests and by no earlier one, "
                  "but the move, which changes no test's outcome",
                  all(row[3] == "ok" for row in rows))
 
