@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import torch
 
-from ._host_read import constant_name, host_read_error
+from ._host_read import host_read_error
 
 Original = Callable[..., Any]
 
@@ -37,7 +37,7 @@ def emitter_constant(original: Original, self: Any, spec: Any, *args: Any, **kwa
             method = _CONSTANT_METHOD.get()
             if method is not None:
                 name = f"returned by constant method {method!r}"
-            elif isinstance(self, _TopLevelEmitter) and self.node.op == "placeholder":
+            elif isinstance(self, _TopLevelEmitter):
                 fqn, _ = self._find_fqn_for_placeholder(self.node.target, spec)
                 name = name if fqn is None else repr(fqn)
             raise host_read_error(name, spec.shape, spec.dtype, storage.device)
@@ -91,7 +91,9 @@ def xnnpack_constant(original: Original, exp_prog: Any, node: Any) -> Any:
     if isinstance(tensor, torch.Tensor):
         device = tensor.untyped_storage().device
         if device.type != "cpu":
-            raise host_read_error(constant_name(exp_prog, node), tensor.shape, tensor.dtype, device)
+            from executorch.backends.xnnpack.utils.utils import get_tensor_name
+
+            raise host_read_error(repr(get_tensor_name(exp_prog, node)), tensor.shape, tensor.dtype, device)
     return tensor
 
 
@@ -102,8 +104,10 @@ def xnnpack_quant_scales(
         scale = quant_params.scale
         device = scale.untyped_storage().device
         if device.type != "cpu":
-            name = constant_name(self.exported_program, quant_params.q_input)
-            raise host_read_error(f"scales of {name}", scale.shape, scale.dtype, device)
+            from executorch.backends.xnnpack.utils.utils import get_tensor_name
+
+            name = get_tensor_name(self.exported_program, quant_params.q_input)
+            raise host_read_error(f"scales of {name!r}", scale.shape, scale.dtype, device)
     return original(self, quant_params, *args, **kwargs)
 
 
@@ -111,5 +115,7 @@ def vulkan_constant(original: Original, self: Any, node: Any) -> Any:
     tensor = original(self, node)
     device = tensor.untyped_storage().device
     if device.type != "cpu" and tensor.numel() != 0:
-        raise host_read_error(constant_name(self.program, node), tensor.shape, tensor.dtype, device)
+        from executorch.backends.vulkan.utils import get_tensor_name
+
+        raise host_read_error(repr(get_tensor_name(self.program, node)), tensor.shape, tensor.dtype, device)
     return tensor

@@ -100,12 +100,17 @@ class Patch(NamedTuple):
     lines: Tuple[LineEdit, ...]
 
 
+def _label_order(label: str) -> Tuple[bool, List[str]]:
+    """Buildifier's order of deps: local labels first, then by package, then by name."""
+    return not label.startswith(":"), label.split(":")
+
+
 def _target(rule: str, name: str, srcs: Sequence[str], deps: Sequence[str]) -> str:
     """A Buck target in the style of the file that gets it: `rule(` opens it, as there."""
     lines = [rule, f'    name = "{name}",', "    srcs = ["]
     lines += [f'        "{src}",' for src in srcs]
     lines += ["    ],", "    deps = ["]
-    lines += [f'        "{dep}",' for dep in sorted(deps)]
+    lines += [f'        "{dep}",' for dep in sorted(deps, key=_label_order)]
     lines += ["    ],", ")"]
     return "\n".join(lines) + "\n"
 
@@ -121,28 +126,33 @@ if storage.device.type != "cpu" and spec.allocated_memory != 0:
     elif isinstance(self, _TopLevelEmitter):
         fqn, _ = self._find_fqn_for_placeholder(self.node.target, spec)
         name = name if fqn is None else repr(fqn)
-    if storage.device.type == "meta":
-        raise InternalError(
-            f"Constant {name} (shape {list(spec.shape)}, dtype {spec.dtype}) is a meta or fake tensor and holds no data to serialize. Load real values first."
-        )
-    raise InternalError(
-        f"Constant {name} (shape {list(spec.shape)}, dtype {spec.dtype}) is on {storage.device}, but ExecuTorch serializes constants from host memory. "
-        "Export on the CPU, or move the exported program with torch.export.passes.move_to_device_pass(exported_program, 'cpu') and lower it as usual. "
-        "To run on the device, use a backend that owns device weights (CudaPartitioner)."
-    )"""
+    detail = (
+        "is a meta or fake tensor and holds no data to serialize. Load real values first."
+        if storage.device.type == "meta"
+        else f"is on {storage.device}, but ExecuTorch serializes constants from host memory. "
+        "Export on the CPU, or move the exported program with torch.export.passes.move_to_device_pass(exported_program, 'cpu') and lower it as usual; "
+        "to run on the device, lower with a backend that keeps weights on it (CudaPartitioner for CUDA)."
+    )
+    raise InternalError(f"Constant {name} (shape {list(spec.shape)}, dtype {spec.dtype}) {detail}")"""
 _HOST_READ = "from executorch.exir._host_read import {}"
 _HOST_READ_DEP = "//executorch/exir:host_read"
 _TEST_DEPS = ("//caffe2:torch", "//executorch/exir:error")
 _CUDA_TEST = "exir/emit/test/test_emit_device_constants.py"
 _CUDA_PATHS = (_EMITTER, _CUDA_TEST)
-_WORKFLOW = ".github/workflows/cuda.yml"
+WORKFLOW = ".github/workflows/cuda.yml"
+_HOST_READ_FILES = (
+    "exir/_host_read.py",
+    "devtools/bundled_program/test/test_bundle_device_data.py",
+    "exir/_serialize/test/test_named_data_device.py",
+    "backends/xnnpack/test/test_xnnpack_device_constants.py",
+    "backends/vulkan/test/test_vulkan_device_constants.py",
+)
 
 
 def _device_check(tensor: str, program: str, node: str, what: str = "") -> str:
     """0003's check at a backend's host read of a constant tensor, named only when raising."""
-    name = f"constant_name({program}, {node})"
-    if what:
-        name = 'f"' + what + "{" + name + '}"'
+    call = f"get_tensor_name({program}, {node})"
+    name = f'f"{what}{{{call}!r}}"' if what else f"repr({call})"
     return (
         f"device = {tensor}.untyped_storage().device\n"
         'if device.type != "cpu":\n'
@@ -173,10 +183,10 @@ PATCHES: Tuple[Patch, ...] = (
             ),
         ),
         (
-            LineEdit(_WORKFLOW, "", "- backends/aoti/**", tuple(f"      - {path}" for path in _CUDA_PATHS)),
-            LineEdit(_WORKFLOW, "  unittest-cuda:", "contains(needs.changed-files.outputs.changed-files, 'backends/aoti') ||",
+            LineEdit(WORKFLOW, "", "- backends/aoti/**", tuple(f"      - {path}" for path in _CUDA_PATHS)),
+            LineEdit(WORKFLOW, "  unittest-cuda:", "contains(needs.changed-files.outputs.changed-files, 'backends/aoti') ||",
                      tuple(f"      contains(needs.changed-files.outputs.changed-files, '{path}') ||" for path in _CUDA_PATHS)),
-            LineEdit(_WORKFLOW, "  unittest-cuda:", 'python -m pytest backends/cuda/tests backends/cuda/passes/tests -v -o "addopts="', (
+            LineEdit(WORKFLOW, "  unittest-cuda:", 'python -m pytest backends/cuda/tests backends/cuda/passes/tests -v -o "addopts="', (
                 "",
                 "        # Constants in device memory raise InternalError instead of crashing to_executorch()",
                 f'        python -m pytest {_CUDA_TEST} -v -o "addopts="',
@@ -200,7 +210,8 @@ PATCHES: Tuple[Patch, ...] = (
                  "    stored in its dim order: its own elements, not a view's whole storage.\n"
                  '    """\n'
                  "    if not tensor.is_contiguous():\n"
-                 "        tensor = tensor.permute(dim_order_from_stride(tensor.stride())).contiguous()\n",
+                 "        dim_order = [int(d) for d in dim_order_from_stride(tensor.stride())]\n"
+                 "        tensor = tensor.permute(dim_order).contiguous()\n",
                  "from executorch.exir.tensor import dim_order_from_stride"),
         ),
         (
@@ -216,15 +227,9 @@ PATCHES: Tuple[Patch, ...] = (
     ),
     Patch(
         "host-reads",
+        _HOST_READ_FILES,
         (
-            "exir/_host_read.py",
-            "devtools/bundled_program/test/test_bundle_device_data.py",
-            "exir/_serialize/test/test_named_data_device.py",
-            "backends/xnnpack/test/test_xnnpack_device_constants.py",
-            "backends/vulkan/test/test_vulkan_device_constants.py",
-        ),
-        (
-            Edit(_EMITTER, _TO_EVALUE, "rest", 'if storage.device.type == "meta":',
+            Edit(_EMITTER, _TO_EVALUE, "rest", "detail = (",
                  "raise host_read_error(name, spec.shape, spec.dtype, storage.device)",
                  _HOST_READ.format("host_read_error")),
             Edit("devtools/bundled_program/core.py", "BundledProgram.serialize_to_schema", "replace",
@@ -236,13 +241,13 @@ PATCHES: Tuple[Patch, ...] = (
                  "real_tensor_layout = TensorLayout.from_tensor(data)", "data = data.cpu()", ""),
             Edit("backends/xnnpack/operators/node_visitor.py", "NodeVisitor.get_serialized_buffer_index", "after",
                  "assert const_val is not None", _device_check("const_val", "self.exported_program", "get_attr_node"),
-                 _HOST_READ.format("constant_name, host_read_error")),
+                 _HOST_READ.format("host_read_error") + "\nfrom executorch.backends.xnnpack.utils.utils import get_tensor_name"),
             Edit("backends/xnnpack/operators/node_visitor.py", "NodeVisitor.get_quant_params", "after",
                  "scale = cast(torch.Tensor, quant_params.scale)",
                  _device_check("scale", "self.exported_program", "quant_params.q_input", "scales of "), ""),
             Edit("backends/vulkan/serialization/vulkan_graph_builder.py", "VkGraphBuilder.maybe_add_constant_tensor",
                  "before", "array_type = ctypes.c_char * size", _device_check("tensor", "self.program", "node"),
-                 _HOST_READ.format("constant_name, host_read_error")),
+                 _HOST_READ.format("host_read_error") + "\nfrom executorch.backends.vulkan.utils import get_tensor_name"),
         ),
         (
             BuckEdit(
@@ -297,8 +302,16 @@ PATCHES: Tuple[Patch, ...] = (
                 ]),
             ),
         ),
-        (LineEdit("pytest.ini", "testpaths =", "backends/xnnpack/test",
-                  ("    backends/vulkan/test/test_vulkan_device_constants.py",)),),
+        (
+            LineEdit("pytest.ini", "testpaths =", "backends/transforms",
+                     ("    backends/vulkan/test/test_vulkan_device_constants.py",)),
+            LineEdit(WORKFLOW, "", f"- {_CUDA_TEST}", tuple(f"      - {path}" for path in _HOST_READ_FILES)),
+            LineEdit(WORKFLOW, "  unittest-cuda:", f"contains(needs.changed-files.outputs.changed-files, '{_CUDA_TEST}') ||",
+                     tuple(f"      contains(needs.changed-files.outputs.changed-files, '{path}') ||"
+                           for path in _HOST_READ_FILES)),
+            LineEdit(WORKFLOW, "  unittest-cuda:", f'python -m pytest {_CUDA_TEST} -v -o "addopts="',
+                     (f'        python -m pytest {" ".join(_HOST_READ_FILES[1:])} -v -o "addopts="',)),
+        ),
     ),
 )
 
@@ -370,15 +383,25 @@ def apply_edit(text: str, edit: Edit) -> str:
     return add_import("".join(lines), edit.imports) if edit.imports else "".join(lines)
 
 
-def add_import(text: str, line: str) -> str:
-    """Adds an import line to the module's first block of imports; ufmt sorts it afterwards."""
-    body = ast.parse(text).body
-    first = next(i for i, n in enumerate(body) if isinstance(n, (ast.Import, ast.ImportFrom)))
-    block = body[first:]
-    last = next((i for i, n in enumerate(block) if not isinstance(n, (ast.Import, ast.ImportFrom))), len(block))
-    lines = text.splitlines(keepends=True)
-    lines.insert(block[last - 1].end_lineno, line + "\n")
-    return "".join(lines)
+def add_import(text: str, imports: str) -> str:
+    """Adds each import line to an import from the same module, else to the module's first block
+    of imports; ufmt sorts and wraps them afterwards."""
+    for line in imports.splitlines():
+        new = ast.parse(line).body[0]
+        assert isinstance(new, ast.ImportFrom) and not any(a.asname for a in new.names), line
+        body = ast.parse(text).body
+        lines = text.splitlines(keepends=True)
+        same = [n for n in body if isinstance(n, ast.ImportFrom) and n.module == new.module and n.level == 0]
+        if same:
+            names = sorted({a.name for a in [*same[0].names, *new.names]}, key=str.lower)
+            lines[same[0].lineno - 1 : same[0].end_lineno] = [f"from {new.module} import {', '.join(names)}\n"]
+        else:
+            first = next(i for i, n in enumerate(body) if isinstance(n, (ast.Import, ast.ImportFrom)))
+            block = body[first:]
+            last = next((i for i, n in enumerate(block) if not isinstance(n, (ast.Import, ast.ImportFrom))), len(block))
+            lines.insert(block[last - 1].end_lineno, line + "\n")
+        text = "".join(lines)
+    return text
 
 
 def _target_span(lines: List[str], name: str) -> Tuple[int, int]:
@@ -406,11 +429,10 @@ def apply_buck_edit(text: str, edit: BuckEdit) -> str:
     deps = next(i for i in range(start, end) if lines[i].strip() == "deps = [")
     close = next(i for i in range(deps, end) if lines[i].strip().startswith("]"))
     entries = [i for i in range(deps + 1, close) if lines[i].strip().startswith('"//executorch/')]
-    label = f'"{edit.text}",'
-    after = [i for i in entries if lines[i].strip().split()[0] < label]
+    after = [i for i in entries if _label_order(lines[i].strip().strip('",')) < _label_order(edit.text)]
     where = (after[-1] + 1) if after else (entries[0] if entries else close)
     indent = lines[deps + 1][: len(lines[deps + 1]) - len(lines[deps + 1].lstrip())]
-    lines[where:where] = [indent + label + "\n"]
+    lines[where:where] = [f'{indent}"{edit.text}",\n']
     return "".join(lines)
 
 

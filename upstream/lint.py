@@ -100,7 +100,7 @@ def setup(venv: Path, git_dir: str, ref: str) -> str:
     with tempfile.TemporaryDirectory() as scratch:
         repo = Path(scratch) / "repo"
         make_repo(git_dir, ref, {}, repo)
-        command = [str(venv / "bin" / "lintrunner"), "--configs", ".lintrunner.toml", "init",
+        command = [str(venv / "bin" / "lintrunner"), "init", "--configs", ".lintrunner.toml",
                    "--take", ",".join(LINTERS)]
         subprocess.run(command, cwd=repo, env=_env(python, Path(scratch) / "data"), check=True)
     return python

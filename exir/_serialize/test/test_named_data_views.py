@@ -21,8 +21,10 @@ class TestNamedDataViews(unittest.TestCase):
         output = store.get_named_data_store_output()
         entry = output.pte_data["w"]
         layout = entry.tensor_layout
+        buffer = output.buffers[entry.buffer_index]
+        assert layout is not None and isinstance(buffer, bytes)
         self.assertEqual(layout.dim_order, [0, 2, 3, 1])
-        stored = torch.frombuffer(bytearray(output.buffers[entry.buffer_index]), dtype=view.dtype)
+        stored = torch.frombuffer(bytearray(buffer), dtype=view.dtype)
         read_back = stored.reshape([layout.sizes[d] for d in layout.dim_order]).permute(0, 3, 1, 2)
         self.assertTrue(torch.equal(read_back, view))
 
@@ -31,7 +33,7 @@ class TestNamedDataViews(unittest.TestCase):
         store = NamedDataStore()
         store.add_named_data("w", tensor)
         (buffer,) = store.get_named_data_store_output().buffers
-        self.assertEqual(bytes(buffer), bytes(tensor.untyped_storage()))
+        self.assertEqual(buffer, bytes(tensor.untyped_storage()))
 
 
 if __name__ == "__main__":

@@ -25,8 +25,9 @@ NO_DATA = (
 ON_CUDA = (
     "is on cuda:0, but ExecuTorch serializes constants from host memory. Export on "
     "the CPU, or move the exported program with torch.export.passes."
-    "move_to_device_pass(exported_program, 'cpu') and lower it as usual. To run on "
-    "the device, use a backend that owns device weights (CudaPartitioner)."
+    "move_to_device_pass(exported_program, 'cpu') and lower it as usual; to run on "
+    "the device, lower with a backend that keeps weights on it (CudaPartitioner for "
+    "CUDA)."
 )
 
 
@@ -67,7 +68,10 @@ def linear() -> torch.nn.Module:
 
 def lowered(module: torch.nn.Module, device: str, **kwargs: object) -> EdgeProgramManager:
     example = (torch.ones(2, 4, device=device),)
-    return to_edge_transform_and_lower(export(module.to(device), example), **kwargs)
+    edge: EdgeProgramManager = to_edge_transform_and_lower(
+        export(module.to(device), example), **kwargs
+    )
+    return edge
 
 
 class DeviceConstantsTest(unittest.TestCase):
