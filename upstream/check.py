@@ -500,7 +500,8 @@ def section_mutations(report: Report, root: Path, patched: Path, workers: int, w
             ok = runner.completed(run) and (not failing if moves else bool(mine) and not others)
             change = edit.code.strip().splitlines()[0][:48]
             rows.append((f"{patch.slug}: {edit.function}: `{change}`" + (" (moves code)" if moves else ""),
-                         "; ".join(f"{t.rsplit('.', 1)[-1]} ({'crashed' if t in crashed else failing[t]})" for t in mine),
+                         "; ".join(f"{t.rsplit('.', 1)[-1]} ({'crashed' if t in crashed else failing[t]}: "
+                                   f"{run.messages.get(t, '')[:48]})" for t in mine),
                          f"{passed} passed" + (f"; a later patch's test fails: {', '.join(builds_on)}" if builds_on else "")
                          + (f"; ALSO FAILING: {', '.join(others)}" if others else ""),
                          "ok" if ok else "FAIL"))
