@@ -56,7 +56,7 @@ class TestInstalls(unittest.TestCase):
         (self.site_packages / "_test_parent_env.pth").write_text("\n".join(site.getsitepackages()) + "\n")
         # Build from a copy: parallel tests must not share build/ and *.egg-info in the checkout.
         self.source = self.tmp / "source"
-        shutil.copytree(REPO, self.source, ignore=shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", ".venv*"))
+        shutil.copytree(REPO, self.source, ignore=shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", ".venv*", ".nox"))
 
     def assert_guard_works_then_uninstalls(self) -> None:
         self.assertEqual((self.site_packages / PTH).read_text().strip(), "import executorch_device_guard._hook; executorch_device_guard._hook.startup()")
