@@ -9,19 +9,19 @@ installs what it needs. `nox --list` shows them.
 
     nox -s tests                 # the CI versions, 1.5.1 and 1.4.1 (CI's .ci/run)
     nox -s bench -- --quick      # bench/bench.py, arguments after --
-    nox -s series -- --mutations # upstream/check.py on the release the series is based on
+    nox -s series -- --mutations # python -m upstream.check on the release the series is based on
 
 torch is pinned to 2.13.0, the CPU build that pip finds here: an unpinned torch pulls a CUDA build
 of several GB. pip, not uv: uv ignores pip's configuration and would fetch that CUDA build.
 """
 
 import nox
+from upstream.generate import BASE_RELEASE
 
 nox.options.default_venv_backend = "virtualenv"
 nox.options.sessions = ["tests"]
 
 TORCH = "torch==2.13.0"
-SERIES_BASE = "1.5.1"  # upstream/generate.py's BASE_RELEASE
 
 
 @nox.session
@@ -34,11 +34,11 @@ def tests(session: nox.Session, executorch: str) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    session.install(TORCH, f"executorch=={SERIES_BASE}", "-e", ".")
+    session.install(TORCH, f"executorch=={BASE_RELEASE}", "-e", ".")
     session.run("python", "bench/bench.py", *session.posargs)
 
 
 @nox.session
 def series(session: nox.Session) -> None:
-    session.install(TORCH, f"executorch=={SERIES_BASE}", "-e", ".[test]", "mypy==1.14.1")
-    session.run("python", "upstream/check.py", *session.posargs)
+    session.install(TORCH, f"executorch=={BASE_RELEASE}", "-e", ".[test]", "mypy==1.14.1")
+    session.run("python", "-m", "upstream.check", *session.posargs)

@@ -18,9 +18,9 @@ import unittest
 from importlib.metadata import version
 from pathlib import Path
 
-UPSTREAM = Path(__file__).resolve().parents[1] / "upstream"
-sys.path.insert(0, str(UPSTREAM))
-import generate  # noqa: E402
+from upstream import generate
+
+REPO = Path(__file__).resolve().parents[1]
 
 _ON_BASE = version("executorch") == generate.BASE_RELEASE
 
@@ -29,12 +29,12 @@ _ON_BASE = version("executorch") == generate.BASE_RELEASE
 class TestSeries(unittest.TestCase):
     def test_committed_series_is_generated_from_this_code(self) -> None:
         result = subprocess.run(
-            [sys.executable, str(UPSTREAM / "generate.py"), "--check"], capture_output=True, text=True
+            [sys.executable, "-m", "upstream.generate", "--check"], capture_output=True, text=True, cwd=REPO
         )
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr[-3000:])
 
     def test_patched_executorch_passes_without_the_runtime_guard(self) -> None:
         result = subprocess.run(
-            [sys.executable, str(UPSTREAM / "check.py")], capture_output=True, text=True
+            [sys.executable, "-m", "upstream.check"], capture_output=True, text=True, cwd=REPO
         )
         self.assertEqual(result.returncode, 0, result.stdout[-5000:] + result.stderr[-3000:])

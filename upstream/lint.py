@@ -11,8 +11,8 @@ requirements-lintrunner.txt (lintrunner itself is pinned in .github/workflows/li
 the same in a scratch git repository holding upstream's config at a revision and the given files at
 their repository paths, so that the config's include and exclude patterns apply as upstream's do.
 
-    python upstream/lint.py --setup VENV --git-dir DIR --ref main    # once, needs PyPI
-    python upstream/lint.py --git-dir DIR --ref main --python VENV/bin/python exir/x.py=FILE ...
+    python -m upstream.lint --setup VENV --git-dir DIR --ref main    # once, needs PyPI
+    python -m upstream.lint --git-dir DIR --ref main --python VENV/bin/python exir/x.py=FILE ...
 """
 
 import argparse

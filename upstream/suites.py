@@ -11,9 +11,9 @@ with EXECUTORCH_DEVICE_GUARD=1 and =0; the startup .pth line then guards (or not
 process, xdist workers included. The guard must not change any upstream outcome, so the script
 exits non-zero when one differs.
 
-    python test/upstream.py -n 2                       # the default suites
-    python test/upstream.py -n 2 exir/emit/test/test_emit.py
-    python test/upstream.py a/test_x.py::TestX::test_y,a/test_z.py   # one suite, two targets
+    python -m upstream.suites -n 2                       # the default suites
+    python -m upstream.suites -n 2 exir/emit/test/test_emit.py
+    python -m upstream.suites a/test_x.py::TestX::test_y,a/test_z.py   # one suite, two targets
 
 A suite is one or more pytest targets (files, folders or node ids), comma-separated, relative to
 the executorch package folder. upstream/check.py runs suites the same way, on patched and unpatched
