@@ -16,12 +16,12 @@ of several GB. pip, not uv: uv ignores pip's configuration and would fetch that 
 """
 
 import nox
-from upstream.generate import BASE_RELEASE
 
 nox.options.default_venv_backend = "virtualenv"
 nox.options.sessions = ["tests"]
 
 TORCH = "torch==2.13.0"
+BASE_RELEASE = "1.5.1"  # the release the series is based on: upstream/generate.py's BASE_RELEASE
 
 
 @nox.session
