@@ -34,11 +34,13 @@ def tests(session: nox.Session, executorch: str) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
+    """bench/bench.py on the series' base release."""
     session.install(TORCH, f"executorch=={BASE_RELEASE}", "-e", ".")
     session.run("python", "bench/bench.py", *session.posargs)
 
 
 @nox.session
 def series(session: nox.Session) -> None:
+    """upstream/check.py on the series' base release (mypy at upstream's pin for --mypy)."""
     session.install(TORCH, f"executorch=={BASE_RELEASE}", "-e", ".[test]", "mypy==1.14.1")
     session.run("python", "-m", "upstream.check", *session.posargs)
