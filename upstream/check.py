@@ -146,7 +146,7 @@ class Applied(NamedTuple):
 
 def apply_series(patches: Sequence[Patch], folder: Path, *options: str) -> List[Applied]:
     """`git apply` (never fuzzy) of each patch in turn, with git's error, if any."""
-    results = []
+    results: List[Applied] = []
     for patch in patches:
         result = _run(["git", "apply", "-v", *options, str(patch.path)], cwd=folder, env=_git_env(folder))
         moved = [line.rstrip(".") for line in result.stderr.splitlines() if "offset" in line]
