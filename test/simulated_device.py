@@ -77,4 +77,3 @@ def simulate_device(tensor: torch.Tensor) -> torch.Tensor:
     tensor.numpy = _numpy  # type: ignore[method-assign]
     tensor.cpu = lambda: host  # type: ignore[method-assign]
     return tensor
-
