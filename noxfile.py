@@ -8,12 +8,16 @@
 installs what it needs. `nox --list` shows them.
 
     nox -s tests                 # the CI versions, 1.5.1 and 1.4.1 (CI's .ci/run)
+    nox -s compat                # every released executorch 1.x, then test/COMPAT_RESULTS.md
     nox -s bench -- --quick      # bench/bench.py, arguments after --
     nox -s series -- --mutations # python -m upstream.check on the release the series is based on
 
 torch is pinned to 2.13.0, the CPU build that pip finds here: an unpinned torch pulls a CUDA build
 of several GB. pip, not uv: uv ignores pip's configuration and would fetch that CUDA build.
 """
+
+import os
+import sys
 
 import nox
 
@@ -22,6 +26,28 @@ nox.options.sessions = ["tests"]
 
 TORCH = "torch==2.13.0"
 BASE_RELEASE = "1.5.1"  # the release the series is based on: upstream/generate.py's BASE_RELEASE
+# The tests whose outcome depends on the ExecuTorch release; the others (installs, the benchmark,
+# the series) test this repository's tools and run on BASE_RELEASE only.
+RELEASE_TESTS = (
+    "test/test_emitter.py", "test/test_sites.py", "test/test_device_sites.py", "test/test_cuda.py",
+    "exir", "devtools", "backends",
+)
+# executorch release -> (torch, torchao): the newest of each that the release allows and that pip
+# finds here. 1.0.x pin torch<2.10: 2.9.1 comes from the registry as a CUDA build (it runs on the CPU).
+COMPAT = {
+    "1.0.0": ("2.9.1", "0.14.0"),
+    "1.0.1": ("2.9.1", "0.14.0"),
+    "1.1.0": ("2.13.0", "0.15.0"),
+    "1.2.0": ("2.13.0", "0.18.0"),
+    "1.3.1": ("2.13.0", "0.18.0"),
+    "1.4.0": ("2.13.0", "0.18.0"),
+    "1.4.1": ("2.13.0", "0.18.0"),
+    "1.5.0": ("2.13.0", "0.18.0"),
+    "1.5.1": ("2.13.0", "0.18.0"),
+}
+# These wheels ship flatc but do not find it (1.2.0 and 1.3.1 only for bundled programs).
+SHIPPED_FLATC = ("1.0.0", "1.0.1", "1.1.0", "1.2.0", "1.3.1")
+COMPAT_DIR = ".nox/compat"
 
 
 @nox.session
@@ -29,7 +55,33 @@ BASE_RELEASE = "1.5.1"  # the release the series is based on: upstream/generate.
 def tests(session: nox.Session, executorch: str) -> None:
     """The test suite on one release; CUDA tests skip without a GPU."""
     session.install(TORCH, f"executorch=={executorch}", "-e", ".[test]")
-    session.run("pytest", "-n", "2", "-rs", "test", "exir", "devtools", "backends", *session.posargs)
+    paths = () if executorch == BASE_RELEASE else RELEASE_TESTS  # () is pyproject's testpaths: all
+    session.run("pytest", "-n", "2", "-rs", *paths, *session.posargs)
+
+
+@nox.session
+@nox.parametrize("executorch", list(COMPAT))
+def compat(session: nox.Session, executorch: str) -> None:
+    """The release's tests and self-check, into COMPAT_DIR; then compat_table renders them."""
+    session.notify("compat_table")
+    torch, torchao = COMPAT[executorch]
+    session.install(f"torch=={torch}", f"torchao=={torchao}", f"executorch=={executorch}", "-e", ".[test]")
+    flatc = ""
+    if executorch in SHIPPED_FLATC:
+        package = "import importlib.util; print(importlib.util.find_spec('executorch').submodule_search_locations[0])"
+        session.env["FLATC_EXECUTABLE"] = session.run("python", "-c", package, silent=True).strip() + "/data/bin/flatc"
+        flatc = "FLATC_EXECUTABLE: the wheel's executorch/data/bin/flatc\n"
+    status = session.run("python", "-m", "executorch_device_guard", silent=True)
+    os.makedirs(COMPAT_DIR, exist_ok=True)
+    with open(f"{COMPAT_DIR}/{executorch}.txt", "w") as f:
+        f.write(flatc + status)
+    session.run("pytest", "-n", "2", "-rs", f"--junitxml={COMPAT_DIR}/{executorch}.xml", *RELEASE_TESTS)
+
+
+@nox.session(venv_backend="none")
+def compat_table(session: nox.Session) -> None:
+    """test/COMPAT_RESULTS.md from what the compat sessions left in COMPAT_DIR."""
+    session.run(sys.executable, "-m", "upstream.compat", COMPAT_DIR, "test/COMPAT_RESULTS.md", external=True)
 
 
 @nox.session
