@@ -68,9 +68,12 @@ if RELEASE < (1, 2):  # 1.1.0 reads named data element by element, not through n
     UNGUARDED["TestSimulatedDevice::test_named_device_data_is_the_cpu_bytes"] = (1, "read element by element")
 # One interpreter without the guard imports torch and ExecuTorch once, then runs each test in a
 # forked child pytest, whose output goes to a file of its own; a crash ends that child only. It
-# prints each test's exit status. The parent never touches CUDA, so the children may.
+# prints each test's exit status. The parent must not poison fork for CUDA: the imports ask
+# torch.cuda.is_available(), which counts devices through the CUDA runtime unless
+# PYTORCH_NVML_BASED_CUDA_CHECK=1 has it ask NVML.
 _FORKED = """
 import json, os, sys
+os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
 import pytest, torch
 import executorch.exir
 import executorch.devtools.bundled_program.core
