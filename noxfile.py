@@ -98,6 +98,6 @@ def bench(session: nox.Session) -> None:
 
 @nox.session
 def series(session: nox.Session) -> None:
-    """upstream/check.py on the series' base release (mypy at upstream's pin for --mypy)."""
+    """python -m upstream.check on the series' base release (mypy at upstream's pin for --mypy)."""
     session.install(TORCH, f"executorch=={BASE_RELEASE}", "-e", ".[test]", "mypy==1.14.1")
     session.run("python", "-m", "upstream.check", *session.posargs)
