@@ -18,7 +18,7 @@ import pytest
 RELEASE: Tuple[int, ...] = tuple(int(part) for part in version("executorch").split(".")[:2])
 _BYTES_ONLY = "executorch 1.0.x's NamedDataStore.add_named_data takes bytes, not tensors"
 # (first release it applies to, node id prefix, reason), the first match counts.
-NOT_APPLICABLE = (
+NOT_APPLICABLE: Tuple[Tuple[Tuple[int, int], str, str], ...] = (
     ((1, 1), "exir/_serialize/test/test_named_data_", _BYTES_ONLY),
     ((1, 1), "test/test_device_sites.py::TestSimulatedDevice::test_named_device_data_is_the_cpu_bytes", _BYTES_ONLY),
     (
@@ -39,6 +39,7 @@ def not_applicable(nodeid: str) -> Optional[str]:
 
 
 def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
+    """Marks each test that does not apply to the installed release as skipped, with its reason."""
     for item in items:
         reason = not_applicable(item.nodeid)
         if reason is not None:

@@ -5,4 +5,5 @@
 # LICENSE file in the root directory of this source tree.
 
 """Tools for the upstream patch series, run from the repository root as modules:
-python -m upstream.generate, upstream.check, upstream.buck, upstream.lint, upstream.suites."""
+python -m upstream.generate, upstream.check, upstream.buck, upstream.lint, upstream.suites,
+upstream.compat."""

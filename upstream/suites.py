@@ -18,7 +18,7 @@ exits non-zero when one differs.
 A suite is one or more pytest targets (files, folders or node ids), comma-separated, relative to
 the executorch package folder. upstream/check.py runs suites the same way, on patched and unpatched
 copies of ExecuTorch: it reuses environment(), run_pytest(), completed(), counts(), compare() and
-table().
+table(); upstream/compat.py reads the compat sessions' junit with parse_junit(), counts() and table().
 """
 
 import argparse
