@@ -25,6 +25,8 @@ from upstream.suites import counts, parse_junit, table
 def render(folder: Path) -> str:
     """The releases' table, the per-test table, and the reason of every test that did not pass."""
     releases = sorted((p.stem for p in folder.glob("*.xml")), key=lambda v: tuple(map(int, v.split("."))))
+    if not releases:
+        raise SystemExit(f"no junit XML in {folder}: run the compat sessions first")
     rows: List[List[str]] = []
     outcomes: Dict[str, Dict[str, str]] = {}
     reasons: Dict[str, Dict[str, List[str]]] = {}  # outcome and message -> test -> releases
@@ -52,8 +54,6 @@ def render(folder: Path) -> str:
             f"{cases.count('ok')} of {len(cases)} ok" if cases else "did not run",
             counts(outcome),
         ])
-    if not releases:
-        raise SystemExit(f"no junit XML in {folder}: run the compat sessions first")
     when = max(date.fromtimestamp((folder / f"{release}.xml").stat().st_mtime) for release in releases)
     mark = {"passed": "P", "failed": "**F**", "error": "**E**", "skipped": "S"}
     lines = [
