@@ -17,8 +17,9 @@ import sys
 
 ENV_VAR = "EXECUTORCH_DEVICE_GUARD"
 
-# Every place where ExecuTorch reads tensor bytes on the host: (module, attribute, function in
-# _sites that wraps it, first executorch release that has it). Adding a site is one row here and
+# Every place where ExecuTorch reads tensor bytes on the host, and the three where lowering a
+# program exported on a device fails first: (module, attribute, function in _sites that wraps it,
+# first executorch release that has it). Adding a site is one row here and
 # one function in _sites.
 SITES: tuple[tuple[str, str, str, str], ...] = (
     ("executorch.exir.emit._emitter", "_Emitter._tensor_spec_to_evalue", "emitter_constant", "1.0.0"),
@@ -29,6 +30,9 @@ SITES: tuple[tuple[str, str, str, str], ...] = (
     ("executorch.backends.xnnpack.operators.node_visitor", "get_param_tensor", "xnnpack_constant", "1.0.0"),
     ("executorch.backends.xnnpack.operators.node_visitor", "NodeVisitor.get_quant_params", "xnnpack_quant_scales", "1.0.0"),
     ("executorch.backends.vulkan.serialization.vulkan_graph_builder", "VkGraphBuilder.get_param_tensor", "vulkan_constant", "1.0.0"),
+    ("executorch.exir.verification.verifier", "EXIRATenDialectVerifierBase.__call__", "lowering_verifier", "1.0.0"),
+    ("executorch.exir.program._program", "_generate_edge_program", "edge_program", "1.0.0"),
+    ("executorch.exir.passes", "ToOutVarPass.call", "out_variants", "1.0.0"),
 )
 _MODULES = frozenset(site[0] for site in SITES)
 

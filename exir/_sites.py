@@ -4,7 +4,8 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""The wrappers that _hook.SITES puts around ExecuTorch's host reads of tensor bytes.
+"""The wrappers that _hook.SITES puts around ExecuTorch's host reads of tensor bytes, and around
+the three places where lowering a program exported on a device fails before the emitter.
 
 Each takes the original function first, then the leading parameters it relies on, named as in
 ExecuTorch: _patch compares those names with the original's signature before it wraps anything.
@@ -14,17 +15,15 @@ Imported only once a guarded ExecuTorch module has been imported, so torch is lo
 """
 
 import copy
-from contextvars import ContextVar
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict
 
 import torch
+from torch._export.verifier import SpecViolationError
+from torch.utils._pytree import tree_map_only
 
-from ._host_read import host_read_error
+from ._host_read import host_read_error, raise_for_device
 
 Original = Callable[..., Any]
-
-# The constant method being emitted: the series passes its name to _tensor_spec_to_evalue.
-_CONSTANT_METHOD: ContextVar[Optional[str]] = ContextVar("constant_method", default=None)
 
 
 def emitter_constant(original: Original, self: Any, spec: Any, *args: Any, **kwargs: Any) -> Any:
@@ -33,30 +32,22 @@ def emitter_constant(original: Original, self: Any, spec: Any, *args: Any, **kwa
         if storage.device.type != "cpu" and spec.allocated_memory != 0:
             from executorch.exir.emit._emitter import _TopLevelEmitter  # loaded: it calls this
 
-            name = f"at node {self.node.name!r}"
-            method = _CONSTANT_METHOD.get()
-            if method is not None:
-                name = f"returned by constant method {method!r}"
-            elif isinstance(self, _TopLevelEmitter):
+            # The series gives every emitter _find_fqn_for_placeholder; a subgraph's finds none.
+            fqn = None
+            if isinstance(self, _TopLevelEmitter):
                 fqn, _ = self._find_fqn_for_placeholder(self.node.target, spec)
-                name = name if fqn is None else repr(fqn)
+            name = f"at node {self.node.name!r}" if fqn is None else repr(fqn)
             raise host_read_error(name, spec.shape, spec.dtype, storage.device)
     return original(self, spec, *args, **kwargs)
 
 
 def emitter_constant_methods(
     original: Original, self: Any, prim_getters: Dict[str, Any], *args: Any, **kwargs: Any
-) -> List[Any]:
-    """One method at a time, the same plans in the same order, so that a constant is named by
-    its method."""
-    plans: List[Any] = []
-    for method, values in prim_getters.items():
-        token = _CONSTANT_METHOD.set(method)
-        try:
-            plans += original(self, {method: values}, *args, **kwargs)
-        finally:
-            _CONSTANT_METHOD.reset(token)
-    return plans
+) -> Any:
+    """The values of constant methods are the user's plain data, copied to the host as the series
+    does with `val.cpu()` (a CPU tensor's .cpu() is the tensor itself)."""
+    on_host = tree_map_only(torch.Tensor, lambda tensor: tensor.cpu(), prim_getters)
+    return original(self, on_host, *args, **kwargs)
 
 
 def bundled_tensor(original: Original, self: Any, spec: Any, *args: Any, **kwargs: Any) -> Any:
@@ -119,3 +110,31 @@ def vulkan_constant(original: Original, self: Any, node: Any) -> Any:
 
         raise host_read_error(repr(get_tensor_name(self.program, node)), tensor.shape, tensor.dtype, device)
     return tensor
+
+
+def lowering_verifier(original: Original, self: Any, *args: Any, **kwargs: Any) -> Any:
+    """The ATen-dialect check that to_edge runs on the decomposed graph, args[0] (the series
+    catches its error in to_edge, where that graph is at hand)."""
+    try:
+        return original(self, *args, **kwargs)
+    except SpecViolationError as error:
+        raise_for_device(error, args[0])
+
+
+def edge_program(original: Original, config: Any, program: Any, *args: Any, **kwargs: Any) -> Any:
+    """The Edge-dialect check that the decomposed program's ExportedProgram runs when it is built
+    (the series catches its error where to_edge_transform_and_lower calls this)."""
+    try:
+        return original(config, program, *args, **kwargs)
+    except SpecViolationError as error:
+        raise_for_device(error, program.graph_module)
+
+
+def out_variants(original: Original, self: Any, graph_module: Any) -> Any:
+    """ToOutVarPass, which calls itself for control flow: an error already named passes as it is."""
+    try:
+        return original(self, graph_module)
+    except RuntimeError as error:
+        if not str(error).startswith("Missing out variants") or error.__cause__ is not None:
+            raise
+        raise_for_device(error, graph_module)

@@ -58,18 +58,25 @@ class TestSimulatedDevice(unittest.TestCase):
         simulate_device(buffer.exported_program().state_dict["offset"])
         simulate_device(constant.exported_program().constants["table"])
         simulate_device(external.exported_program().state_dict["0.weight"])
-        table = simulate_device(torch.arange(6.0).reshape(2, 3))
-        method = to_edge_transform_and_lower(export(linear(), x), constant_methods={"get_table": table})
         external_constants = ExecutorchBackendConfig(external_constants=True)
         for edge, config, name in (
             (weight, None, "'0.weight' (shape [3, 4]"),
             (buffer, None, "'offset' (shape [4]"),
             (constant, None, "'table' (shape [4]"),
             (external, external_constants, "'0.weight' (shape [3, 4]"),
-            (method, None, "returned by constant method 'get_table' (shape [2, 3]"),
         ):
             with self.subTest(name=name), self.assertRaisesRegex(InternalError, f"Constant {re.escape(name)}.* {ON_CUDA}"):
                 edge.to_executorch(config)
+
+    def test_constant_method_device_value_is_the_cpu_bytes(self) -> None:
+        model, table = linear(), torch.arange(6.0).reshape(2, 3)
+        on_device, on_host = (
+            to_edge_transform_and_lower(export(model, (torch.ones(2, 4),)), constant_methods={"get_table": value})
+            .to_executorch()
+            .buffer
+            for value in (simulate_device(table.clone()), table)
+        )
+        self.assertEqual(on_device, on_host)
 
     def test_emitter_serializes_an_empty_device_constant(self) -> None:
         edge = to_edge_transform_and_lower(export(WithEmpty(), (torch.ones(2, 4),)))

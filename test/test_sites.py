@@ -31,19 +31,23 @@ TESTS = (
     "exir/_serialize/test/test_named_data_device.py",
     "backends/xnnpack/test/test_xnnpack_device_constants.py",
     "backends/vulkan/test/test_vulkan_device_constants.py",
+    "exir/program/test/test_program_device.py",
     "test/test_device_sites.py",
 )
 CUDA = torch.cuda.is_available()
 PASSES = (0, "1 passed")
 NULL = (1, "NULL pointer access")
+UNNAMED = "AssertionError: 'This program holds tensors on cuda:0' not found in"
 # Test -> (exit status of its child pytest without the guard, text in the child's output).
 UNGUARDED = {
     "TestEmitMetaConstants::test_meta_weight_has_no_data": NULL,
     "TestEmitMetaConstants::test_each_kind_of_meta_constant_is_named": NULL,
     "TestEmitMetaConstants::test_empty_meta_constant_serializes": PASSES,
+    "TestEmitMetaConstants::test_meta_constant_method_value_has_no_data": NULL,
     "TestEmitCudaConstants::test_each_kind_of_cuda_constant_is_named": (SIGSEGV, ""),
     "TestEmitCudaConstants::test_empty_cuda_constant_serializes": PASSES,
     "TestEmitCudaConstants::test_cuda_module_raises_instead_of_crashing": (1, "AssertionError: -11 != 1"),
+    "TestEmitCudaConstants::test_cuda_constant_method_value_is_copied_to_the_host": (SIGSEGV, ""),
     "TestNamedDataViews::test_channels_last_view_stores_its_own_values": (1, "is invalid for input of size"),
     "TestNamedDataViews::test_channels_last_tensor_is_stored_as_before": PASSES,
     "TestBundleDeviceData::test_meta_values_have_no_data": NULL,
@@ -58,6 +62,10 @@ UNGUARDED = {
     "TestVulkanDeviceConstants::test_cuda_weight_raises": (SIGSEGV, ""),
     "TestSimulatedDevice::test_emitter_names_each_kind_of_constant": (SIGSEGV, ""),
     "TestSimulatedDevice::test_emitter_serializes_an_empty_device_constant": PASSES,
+    "TestSimulatedDevice::test_constant_method_device_value_is_the_cpu_bytes": (SIGSEGV, ""),
+    "TestDeviceLowering::test_cpu_program_keeps_its_error": PASSES,
+    "TestDeviceLowering::test_fake_cuda_program_names_the_device": (1, UNNAMED),
+    "TestDeviceLoweringCuda::test_cuda_attention_names_the_device": (1, UNNAMED),
     "TestSimulatedDevice::test_bundled_device_values_are_the_cpu_bytes": (SIGSEGV, ""),
     "TestSimulatedDevice::test_named_device_data_is_the_cpu_bytes": (1, "can't convert cuda:0"),
     "TestSimulatedDevice::test_xnnpack_weight_and_scales_raise": (SIGSEGV, ""),

@@ -6,12 +6,15 @@
 
 """Generates the upstream patch series (upstream/*.patch) from this repository.
 
-Three PRs: 0001 checks constants where the emitter reads them, 0002 stores named data of views as
-their own values (CPU only), 0003 raises or copies at ExecuTorch's other host reads of tensor bytes.
-The files that ExecuTorch would own sit in this repository at their upstream paths (exir/_host_read.py
-and one test module beside each changed file); they go in as they are, with upstream's license
-header. The table PATCHES says what each PR changes in ExecuTorch's code and which Buck, workflow and
-pytest.ini lines it adds. Every touched Python file is formatted with upstream's ufmt settings.
+Seven PRs, one per owner and change: 0001 checks constants where the emitter reads them, 0002
+stores named data of views as their own values (CPU only), 0003 to 0006 copy or raise at the other
+host reads of tensor bytes (named data, bundled programs, XNNPACK, Vulkan), 0007 names the device
+where lowering a program exported on one fails first. The files that ExecuTorch would own sit in
+this repository at their upstream paths (exir/_host_read.py and the test modules); a new test file
+goes in as it is, with upstream's license header, and a test module whose tests belong in an
+existing upstream test file is merged into it. The table PATCHES says what each PR changes in
+ExecuTorch's code and which Buck, workflow and pytest.ini lines it adds. Every touched Python file
+is formatted with upstream's ufmt settings.
 
 Python sources come from the installed executorch wheel (BASE_RELEASE), whose executorch/ folder
 has the repository's layout. The wheel has no Buck files, no .github/ and no pytest.ini: those come
@@ -57,9 +60,8 @@ NOT_IN_WHEEL = ("BUCK", "TARGETS", "targets.bzl", "pytest.ini")
 class Edit(NamedTuple):
     """A change to an ExecuTorch function; `code` is indented like the statement it joins.
 
-    `how`: "before" or "after" the innermost statement holding `anchor`, "rest" (that statement
-    and the ones after it in its block, replaced by `code`), or "replace" (`anchor` by `code`, in
-    the function's text).
+    `how`: "before" or "after" the innermost statement holding `anchor`, or "replace" (`anchor` by
+    `code`, in the function's or class's text).
     """
 
     path: str
@@ -91,13 +93,19 @@ class LineEdit(NamedTuple):
 
 
 class Patch(NamedTuple):
-    """One patch of the series; its message is upstream/messages/<slug>.md (title, then body)."""
+    """One patch of the series; its message is upstream/messages/<slug>.md (title, then body).
+
+    `files` are written from this repository as they are, but for the top-level functions in
+    `leave_out` (a later patch adds them). `merged` pairs a test module of this repository with
+    the existing upstream test file that receives its imports and definitions."""
 
     slug: str
-    new_files: Tuple[str, ...]
+    files: Tuple[str, ...]
+    merged: Tuple[Tuple[str, str], ...]
     edits: Tuple[Edit, ...]
     buck: Tuple[BuckEdit, ...]
     lines: Tuple[LineEdit, ...]
+    leave_out: Tuple[str, ...] = ()
 
 
 def _label_order(label: str) -> Tuple[bool, List[str]]:
@@ -115,44 +123,101 @@ def _target(rule: str, name: str, srcs: Sequence[str], deps: Sequence[str]) -> s
     return "\n".join(lines) + "\n"
 
 
-_EMITTER = "exir/emit/_emitter.py"
-_TO_EVALUE = "_Emitter._tensor_spec_to_evalue"
-# 0001's check, named as the emitter knows the constant; 0003 moves the message to exir/_host_read.py.
-_EMITTER_CHECK = """storage = typing.cast(torch.UntypedStorage, spec.storage)
-if storage.device.type != "cpu" and spec.allocated_memory != 0:
-    name = f"at node {self.node.name!r}"
-    if constant_method is not None:
-        name = f"returned by constant method {constant_method!r}"
-    elif isinstance(self, _TopLevelEmitter):
-        fqn, _ = self._find_fqn_for_placeholder(self.node.target, spec)
-        name = name if fqn is None else repr(fqn)
-    detail = (
-        "is a meta or fake tensor and holds no data to serialize. Load real values first."
-        if storage.device.type == "meta"
-        else f"is on {storage.device}, but ExecuTorch serializes constants from host memory. "
-        "Export on the CPU, or move the exported program with torch.export.passes.move_to_device_pass(exported_program, 'cpu') and lower it as usual; "
-        "to run on the device, lower with a backend that keeps weights on it (CudaPartitioner for CUDA)."
+def _test(name: str, deps: Sequence[str], rule: str = "fbcode_target(_kind = runtime.python_test,") -> str:
+    return _target(rule, name, [f"{name}.py"], deps)
+
+
+WORKFLOW = ".github/workflows/cuda.yml"
+_CHANGED = "contains(needs.changed-files.outputs.changed-files, '{}') ||"
+
+
+def _cuda_job(after: Tuple[str, str], paths: Sequence[str], comment: str, tests: str) -> Tuple[LineEdit, ...]:
+    """A patch's CUDA tests in the unittest-cuda job: `paths` trigger it, after the trigger `after[0]`
+    of the previous patch or of upstream, and a step of its own runs `tests`, after the command
+    `after[1]`."""
+    return (
+        LineEdit(WORKFLOW, "", f"- {after[0]}", tuple(f"      - {path}" for path in paths)),
+        LineEdit(WORKFLOW, "  unittest-cuda:", _CHANGED.format(after[0].removesuffix("/**")),
+                 tuple(f"      {_CHANGED.format(path)}" for path in paths)),
+        LineEdit(WORKFLOW, "  unittest-cuda:", after[1], ("", f"        # {comment}", _pytest(tests))),
     )
-    raise InternalError(f"Constant {name} (shape {list(spec.shape)}, dtype {spec.dtype}) {detail}")"""
+
+
+def _pytest(tests: str) -> str:
+    return f'        python -m pytest {tests} -v -o "addopts="'
+
+
+_EMITTER = "exir/emit/_emitter.py"
+_PROGRAM = "exir/program/_program.py"
+_NAMED_DATA = "exir/_serialize/_named_data_store.py"
 _HOST_READ = "from executorch.exir._host_read import {}"
 _HOST_READ_DEP = "//executorch/exir:host_read"
 _TEST_DEPS = ("//caffe2:torch", "//executorch/exir:error")
-_CUDA_TEST = "exir/emit/test/test_emit_device_constants.py"
-_CUDA_PATHS = (_EMITTER, _CUDA_TEST)
-WORKFLOW = ".github/workflows/cuda.yml"
-_HOST_READ_FILES = (
-    "exir/_host_read.py",
-    "devtools/bundled_program/test/test_bundle_device_data.py",
-    "exir/_serialize/test/test_named_data_device.py",
-    "backends/xnnpack/test/test_xnnpack_device_constants.py",
-    "backends/vulkan/test/test_vulkan_device_constants.py",
-)
+_EMIT_TEST = "exir/emit/test/test_emit_device_constants.py"
+_NAMED_DATA_TEST = "exir/_serialize/test/test_named_data_store.py"
+_BUNDLE_TEST = "devtools/bundled_program/test/test_bundle_data.py"
+_XNNPACK_TEST = "backends/xnnpack/test/test_xnnpack_device_constants.py"
+_VULKAN_TEST = "backends/vulkan/test/test_vulkan_device_constants.py"
+_PROGRAM_TEST = "exir/program/test/test_program.py"
+_CUDA_STEP = 'python -m pytest backends/cuda/tests backends/cuda/passes/tests -v -o "addopts="'
+
+
+# 0001 checks where the emitter reads constant bytes. The check names a top-level constant by its
+# fully qualified name; the base class's default, which a control flow subgraph's emitter uses,
+# goes in with it, as one edit.
+_TO_EVALUE = """    def _tensor_spec_to_evalue(
+        self, spec: TensorSpec, constant_tag: Optional[str] = None
+    ) -> EValue:
+        \"\"\"Constructs an EValue from the given TensorSpec.\"\"\"
+
+        allocation_info = None
+        buffer_idx = 0
+
+        # Need to memory plan
+        # Some users set mem_id on all tensors and then rely on the
+        # default algos to set offsets, so need to check both.
+        if spec.mem_id is not None and spec.mem_offset is not None:
+            # Tensor is an activation.
+            allocation_info = self._get_allocation_info(spec)
+
+        # Tensor is either a constant tensor, or a mutable tensor with an initial state.
+        if spec.const:
+            # Tensor with a blob we need to serialize. May not actually be constant at runtime
+            # if it's a weight with an associated gradient.
+"""
+_EMITTER_READ = """            spec_array_type = (
+                ctypes.c_char * typing.cast(torch.UntypedStorage, spec.storage).nbytes()
+            )
+
+            buffer_data = (
+                bytes(
+                    ctypes.cast(
+                        typing.cast(torch.UntypedStorage, spec.storage).data_ptr(),
+"""
+_EMITTER_CHECK = """            storage = typing.cast(torch.UntypedStorage, spec.storage)
+            if storage.device.type != "cpu" and spec.allocated_memory != 0:
+                fqn, _ = self._find_fqn_for_placeholder(self.node.target, spec)
+                name = f"at node {self.node.name!r}" if fqn is None else repr(fqn)
+                raise host_read_error(name, spec.shape, spec.dtype, storage.device)
+            spec_array_type = ctypes.c_char * storage.nbytes()
+
+            buffer_data = (
+                bytes(
+                    ctypes.cast(
+                        storage.data_ptr(),
+"""
+_FQN_DEFAULT = """    def _find_fqn_for_placeholder(
+        self, target: _Target, spec: TensorSpec
+    ) -> Tuple[Optional[str], bool]:
+        return None, False
+
+"""
 
 
 def _device_check(tensor: str, program: str, node: str, what: str = "") -> str:
-    """0003's check at a backend's host read of a constant tensor, named only when raising."""
+    """A backend's check at its host read of a constant tensor, named only when raising."""
     call = f"get_tensor_name({program}, {node})"
-    name = f'f"{what}{{{call}!r}}"' if what else f"repr({call})"
+    name = f'"{what}" + repr({call})' if what else f"repr({call})"
     return (
         f"device = {tensor}.untyped_storage().device\n"
         'if device.type != "cpu":\n'
@@ -164,40 +229,34 @@ def _device_check(tensor: str, program: str, node: str, what: str = "") -> str:
 PATCHES: Tuple[Patch, ...] = (
     Patch(
         "emitter",
-        (_CUDA_TEST,),
+        ("exir/_host_read.py", _EMIT_TEST),
+        (),
         (
-            Edit(_EMITTER, _TO_EVALUE, "replace", "self, spec: TensorSpec, constant_tag: Optional[str] = None",
-                 "self, spec: TensorSpec, constant_tag: Optional[str] = None, constant_method: Optional[str] = None",
-                 ""),
-            Edit(_EMITTER, _TO_EVALUE, "before", "spec_array_type = (", _EMITTER_CHECK, ""),
+            Edit(_EMITTER, "_Emitter", "replace", _TO_EVALUE + _EMITTER_READ, _FQN_DEFAULT + _TO_EVALUE + _EMITTER_CHECK,
+                 _HOST_READ.format("host_read_error")),
             Edit(_EMITTER, "_Emitter._emit_prim_getters", "replace", "TensorSpec.from_tensor(val, const=True)",
-                 "TensorSpec.from_tensor(val, const=True), constant_method=method", ""),
+                 "TensorSpec.from_tensor(val.cpu(), const=True)", ""),
         ),
         (
-            BuckEdit(
-                "exir/emit/test/BUCK",
-                "emit",
-                "after",
-                _target("fbcode_target(_kind = runtime.python_test,", "emit_device_constants",
-                        ["test_emit_device_constants.py"], [*_TEST_DEPS, "//executorch/exir:lib"]),
-            ),
+            BuckEdit("exir/BUCK", "error", "after",
+                     _target("fbcode_target(_kind = runtime.python_library,", "host_read", ["_host_read.py"],
+                             [":error", "//caffe2:torch"])),
+            BuckEdit("exir/emit/BUCK", "emit", "deps", _HOST_READ_DEP),
+            BuckEdit("exir/emit/test/BUCK", "emit", "after",
+                     _test("test_emit_device_constants", [*_TEST_DEPS, "//executorch/exir:lib"])
+                     .replace('name = "test_emit_device_constants"', 'name = "emit_device_constants"')),
         ),
-        (
-            LineEdit(WORKFLOW, "", "- backends/aoti/**", tuple(f"      - {path}" for path in _CUDA_PATHS)),
-            LineEdit(WORKFLOW, "  unittest-cuda:", "contains(needs.changed-files.outputs.changed-files, 'backends/aoti') ||",
-                     tuple(f"      contains(needs.changed-files.outputs.changed-files, '{path}') ||" for path in _CUDA_PATHS)),
-            LineEdit(WORKFLOW, "  unittest-cuda:", 'python -m pytest backends/cuda/tests backends/cuda/passes/tests -v -o "addopts="', (
-                "",
-                "        # Constants in device memory raise InternalError instead of crashing to_executorch()",
-                f'        python -m pytest {_CUDA_TEST} -v -o "addopts="',
-            )),
-        ),
+        _cuda_job(("backends/aoti/**", _CUDA_STEP), ("exir/_host_read.py", _EMITTER, _EMIT_TEST),
+                  "Constants in device memory raise InternalError instead of crashing to_executorch()",
+                  _EMIT_TEST),
+        ("raise_for_device",),
     ),
     Patch(
         "named-data-views",
-        ("exir/_serialize/test/test_named_data_views.py",),
+        (),
+        (("exir/_serialize/test/test_named_data_views.py", _NAMED_DATA_TEST),),
         (
-            Edit("exir/_serialize/_named_data_store.py", "_tensor_to_bytes", "replace",
+            Edit(_NAMED_DATA, "_tensor_to_bytes", "replace",
                  "    Uses numpy().tobytes() which is faster than bytes(untyped_storage())\n"
                  "    for C-contiguous tensors. Falls back to untyped_storage() for\n"
                  "    non-contiguous tensors (e.g., channels_last) to preserve memory layout.\n"
@@ -210,109 +269,138 @@ PATCHES: Tuple[Patch, ...] = (
                  "    stored in its dim order: its own elements, not a view's whole storage.\n"
                  '    """\n'
                  "    if not tensor.is_contiguous():\n"
-                 "        dim_order = [int(d) for d in dim_order_from_stride(tensor.stride())]\n"
+                 "        dim_order = list(dim_order_from_stride(tensor.stride()))\n"
                  "        tensor = tensor.permute(dim_order).contiguous()\n",
                  "from executorch.exir.tensor import dim_order_from_stride"),
         ),
-        (
-            BuckEdit(
-                "exir/_serialize/test/BUCK",
-                "test_named_data_store",
-                "after",
-                _target("fbcode_target(_kind = runtime.python_test,", "test_named_data_views",
-                        ["test_named_data_views.py"], ["//caffe2:torch", "//executorch/exir/_serialize:lib"]),
-            ),
-        ),
+        (),
         (),
     ),
     Patch(
-        "host-reads",
-        _HOST_READ_FILES,
+        "named-data-device",
+        (),
+        (("exir/_serialize/test/test_named_data_device.py", _NAMED_DATA_TEST),),
         (
-            Edit(_EMITTER, _TO_EVALUE, "rest", "detail = (",
-                 "raise host_read_error(name, spec.shape, spec.dtype, storage.device)",
-                 _HOST_READ.format("host_read_error")),
+            Edit(_NAMED_DATA, "NamedDataStore.add_named_data", "before",
+                 "real_tensor_layout = TensorLayout.from_tensor(data)", "data = data.cpu()", ""),
+        ),
+        (),
+        _cuda_job((_EMIT_TEST, _pytest(_EMIT_TEST).strip()), (_NAMED_DATA_TEST,),
+                  "Named data in device memory is stored as on the CPU",
+                  f"{_NAMED_DATA_TEST}::TestNamedDataDevice"),
+    ),
+    Patch(
+        "bundled-program",
+        (),
+        (("devtools/bundled_program/test/test_bundle_device_data.py", _BUNDLE_TEST),),
+        (
             Edit("devtools/bundled_program/core.py", "BundledProgram.serialize_to_schema", "replace",
                  "TensorSpec.from_tensor(input_val, const=True)", "TensorSpec.from_tensor(input_val.cpu(), const=True)", ""),
             Edit("devtools/bundled_program/core.py", "BundledProgram.serialize_to_schema", "replace",
                  "TensorSpec.from_tensor(expected_output_tensor, const=True)",
                  "TensorSpec.from_tensor(expected_output_tensor.cpu(), const=True)", ""),
-            Edit("exir/_serialize/_named_data_store.py", "NamedDataStore.add_named_data", "before",
-                 "real_tensor_layout = TensorLayout.from_tensor(data)", "data = data.cpu()", ""),
+        ),
+        (
+            BuckEdit("devtools/bundled_program/test/BUCK", "bundle_data", "deps",
+                     "//executorch/devtools/bundled_program/serialize:lib"),
+            BuckEdit("devtools/bundled_program/test/BUCK", "bundle_data", "deps", "//executorch/exir:lib"),
+        ),
+        _cuda_job((_NAMED_DATA_TEST, _pytest(f"{_NAMED_DATA_TEST}::TestNamedDataDevice").strip()), (_BUNDLE_TEST,),
+                  "Bundled test values in device memory are bundled as on the CPU",
+                  f"{_BUNDLE_TEST}::TestBundleDeviceData"),
+    ),
+    Patch(
+        "xnnpack",
+        (_XNNPACK_TEST,),
+        (),
+        (
             Edit("backends/xnnpack/operators/node_visitor.py", "NodeVisitor.get_serialized_buffer_index", "after",
                  "assert const_val is not None", _device_check("const_val", "self.exported_program", "get_attr_node"),
                  _HOST_READ.format("host_read_error") + "\nfrom executorch.backends.xnnpack.utils.utils import get_tensor_name"),
             Edit("backends/xnnpack/operators/node_visitor.py", "NodeVisitor.get_quant_params", "after",
                  "scale = cast(torch.Tensor, quant_params.scale)",
                  _device_check("scale", "self.exported_program", "quant_params.q_input", "scales of "), ""),
+        ),
+        (
+            BuckEdit("backends/xnnpack/operators/BUCK", "operators", "deps", _HOST_READ_DEP),
+            BuckEdit("backends/xnnpack/test/BUCK", "test_xnnpack_serialization", "after",
+                     _test("test_xnnpack_device_constants", [
+                         *_TEST_DEPS,
+                         "//executorch/backends/xnnpack/operators:operators",
+                         "//executorch/backends/xnnpack/serialization:xnnpack_schema",
+                         "//executorch/exir/_serialize:lib",
+                     ])),
+        ),
+        _cuda_job((_BUNDLE_TEST, _pytest(f"{_BUNDLE_TEST}::TestBundleDeviceData").strip()), (_XNNPACK_TEST,),
+                  "XNNPACK weights and scales in device memory raise InternalError", _XNNPACK_TEST),
+    ),
+    Patch(
+        "vulkan",
+        (_VULKAN_TEST,),
+        (),
+        (
             Edit("backends/vulkan/serialization/vulkan_graph_builder.py", "VkGraphBuilder.maybe_add_constant_tensor",
                  "before", "array_type = ctypes.c_char * size", _device_check("tensor", "self.program", "node"),
                  _HOST_READ.format("host_read_error") + "\nfrom executorch.backends.vulkan.utils import get_tensor_name"),
         ),
         (
-            BuckEdit(
-                "exir/BUCK",
-                "error",
-                "after",
-                _target("fbcode_target(_kind = runtime.python_library,", "host_read", ["_host_read.py"],
-                        [":error", "//caffe2:torch"]),
-            ),
-            BuckEdit("exir/emit/BUCK", "emit", "deps", _HOST_READ_DEP),
-            BuckEdit("backends/xnnpack/operators/BUCK", "operators", "deps", _HOST_READ_DEP),
             BuckEdit("backends/vulkan/serialization/targets.bzl", "lib", "deps", _HOST_READ_DEP),
-            BuckEdit(
-                "devtools/bundled_program/test/BUCK",
-                "bundle_data",
-                "after",
-                _target("fbcode_target(_kind = python_unittest,", "bundle_device_data", ["test_bundle_device_data.py"], [
-                    "//caffe2:torch",
-                    "//executorch/devtools/bundled_program:config",
-                    "//executorch/devtools/bundled_program:core",
-                    "//executorch/devtools/bundled_program/serialize:lib",
-                    "//executorch/exir:lib",
-                ]),
-            ),
-            BuckEdit(
-                "exir/_serialize/test/BUCK",
-                "test_named_data_views",
-                "after",
-                _target("fbcode_target(_kind = runtime.python_test,", "test_named_data_device",
-                        ["test_named_data_device.py"], ["//caffe2:torch", "//executorch/exir/_serialize:lib"]),
-            ),
-            BuckEdit(
-                "backends/xnnpack/test/BUCK",
-                "test_xnnpack_serialization",
-                "after",
-                _target("fbcode_target(_kind = runtime.python_test,", "test_xnnpack_device_constants",
-                        ["test_xnnpack_device_constants.py"], [
-                            *_TEST_DEPS,
-                            "//executorch/backends/xnnpack/operators:operators",
-                            "//executorch/backends/xnnpack/serialization:xnnpack_schema",
-                            "//executorch/exir/_serialize:lib",
-                        ]),
-            ),
-            BuckEdit(
-                "backends/vulkan/test/targets.bzl",
-                "test_serialization",
-                "after",
-                _target("python_unittest(", "test_vulkan_device_constants", ["test_vulkan_device_constants.py"], [
-                    *_TEST_DEPS,
-                    "//executorch/backends/vulkan/serialization:lib",
-                    "//executorch/exir/backend:utils",
-                ]),
-            ),
+            BuckEdit("backends/vulkan/test/targets.bzl", "test_serialization", "after",
+                     _test("test_vulkan_device_constants", [
+                         *_TEST_DEPS,
+                         "//executorch/backends/vulkan/serialization:lib",
+                         "//executorch/exir/backend:utils",
+                     ], rule="python_unittest(")),
         ),
         (
-            LineEdit("pytest.ini", "testpaths =", "backends/transforms",
-                     ("    backends/vulkan/test/test_vulkan_device_constants.py",)),
-            LineEdit(WORKFLOW, "", f"- {_CUDA_TEST}", tuple(f"      - {path}" for path in _HOST_READ_FILES)),
-            LineEdit(WORKFLOW, "  unittest-cuda:", f"contains(needs.changed-files.outputs.changed-files, '{_CUDA_TEST}') ||",
-                     tuple(f"      contains(needs.changed-files.outputs.changed-files, '{path}') ||"
-                           for path in _HOST_READ_FILES)),
-            LineEdit(WORKFLOW, "  unittest-cuda:", f'python -m pytest {_CUDA_TEST} -v -o "addopts="',
-                     ("        # Plain data in device memory is copied to the host; model constants raise",
-                      f'        python -m pytest {" ".join(_HOST_READ_FILES[1:])} -v -o "addopts="')),
+            LineEdit("pytest.ini", "testpaths =", "backends/transforms", (f"    {_VULKAN_TEST}",)),
+            *_cuda_job((_XNNPACK_TEST, _pytest(_XNNPACK_TEST).strip()), (_VULKAN_TEST,),
+                       "Vulkan constants in device memory raise InternalError", _VULKAN_TEST),
         ),
+    ),
+    Patch(
+        "device-lowering",
+        ("exir/_host_read.py",),
+        (("exir/program/test/test_program_device.py", _PROGRAM_TEST),),
+        (
+            Edit(_PROGRAM, "to_edge", "replace",
+                 '            except ExportError as e:\n'
+                 '                logging.info(f"Input program {name} is not in ATen dialect.")\n'
+                 "                raise e\n",
+                 '            except ExportError as e:\n'
+                 '                logging.info(f"Input program {name} is not in ATen dialect.")\n'
+                 "                raise e\n"
+                 "            except SpecViolationError as e:\n"
+                 "                raise_for_device(e, gm)\n",
+                 "from torch._export.verifier import SpecViolationError\n" + _HOST_READ.format("raise_for_device")),
+            Edit(_PROGRAM, "_gen_edge_manager_for_partitioners", "replace",
+                 "        edge_programs[name] = _generate_edge_program(\n"
+                 "            config,\n"
+                 "            program,\n"
+                 "            preserve_ops=ops_set_to_not_decompose_by_program.get(name, []),\n"
+                 "        )\n",
+                 "        try:\n"
+                 "            edge_programs[name] = _generate_edge_program(\n"
+                 "                config,\n"
+                 "                program,\n"
+                 "                preserve_ops=ops_set_to_not_decompose_by_program.get(name, []),\n"
+                 "            )\n"
+                 "        except SpecViolationError as e:\n"
+                 "            raise_for_device(e, program.graph_module)\n",
+                 "from torch._export.verifier import SpecViolationError\n" + _HOST_READ.format("raise_for_device")),
+            Edit("exir/passes/__init__.py", "ToOutVarPass.call", "replace",
+                 'raise RuntimeError(f"Missing out variants: {missing_out_vars}")',
+                 'error = RuntimeError(f"Missing out variants: {missing_out_vars}")\n'
+                 "            raise_for_device(error, graph_module)",
+                 _HOST_READ.format("raise_for_device")),
+        ),
+        (
+            BuckEdit("exir/program/BUCK", "program", "deps", _HOST_READ_DEP),
+            BuckEdit("exir/passes/BUCK", "lib", "deps", _HOST_READ_DEP),
+        ),
+        _cuda_job((_VULKAN_TEST, _pytest(_VULKAN_TEST).strip()), (_PROGRAM_TEST,),
+                  "Programs exported with tensors on a GPU name the device where lowering fails",
+                  f"{_PROGRAM_TEST}::TestDeviceLoweringCuda"),
     ),
 )
 
@@ -325,11 +413,42 @@ def executorch_root() -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def upstream_file(path: str) -> str:
-    """A file of this repository as upstream's: its license header."""
+def upstream_file(path: str, leave_out: Sequence[str] = ()) -> str:
+    """A file of this repository as upstream's: its license header, and without the top-level
+    functions `leave_out` and the names that only they import."""
     text = (REPO / path).read_text()
     assert text.startswith(PACKAGE_HEADER), f"{path} lacks the package's license header"
-    return UPSTREAM_HEADER + text[len(PACKAGE_HEADER):]
+    text = UPSTREAM_HEADER + text[len(PACKAGE_HEADER):]
+    lines = text.splitlines(keepends=True)
+    tree = ast.parse(text)
+    for node in reversed(tree.body):
+        if isinstance(node, ast.FunctionDef) and node.name in leave_out:
+            del lines[node.lineno - 1 : node.end_lineno]
+    kept = "".join(lines)
+    used = {n.id for n in ast.walk(ast.parse(kept)) if isinstance(n, ast.Name)}
+    for node in reversed(ast.parse(kept).body):
+        if isinstance(node, ast.ImportFrom) and leave_out:
+            names = [a.name for a in node.names if a.name in used]
+            lines[node.lineno - 1 : node.end_lineno] = [f"from {node.module} import {', '.join(names)}\n"]
+    return "".join(lines) if leave_out else text
+
+
+def merge_tests(target: str, fragment: str) -> str:
+    """An upstream test file with the imports and definitions of a test module of this
+    repository: its classes and helpers go before the `if __name__ == "__main__":` block."""
+    tree = ast.parse(fragment)
+    lines = fragment.splitlines(keepends=True)
+    imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    main = [n for n in tree.body if isinstance(n, ast.If)]
+    start, end = imports[-1].end_lineno, (main[0].lineno - 1 if main else len(lines))
+    definitions = "".join(lines[start:end]).strip("\n") + "\n"
+    target = add_import(target, "\n".join(ast.get_source_segment(fragment, n) for n in imports))
+    body = ast.parse(target).body
+    where = next((n.lineno - 1 for n in body if isinstance(n, ast.If)), None)
+    target_lines = target.splitlines(keepends=True)
+    at = len(target_lines) if where is None else where
+    target_lines[at:at] = ["\n\n", definitions, "\n\n"]
+    return "".join(target_lines)
 
 
 def _function(tree: ast.Module, qualname: str) -> ast.AST:
@@ -370,28 +489,25 @@ def apply_edit(text: str, edit: Edit) -> str:
         first, last = statement.lineno - 1, statement.end_lineno
         indent = re.match(r"\s*", lines[first]).group()
         code = textwrap.indent(edit.code, indent) + "\n"
-        if edit.how == "rest":
-            block = next(
-                body
-                for node in ast.walk(function)
-                for body in (getattr(node, "body", None), getattr(node, "orelse", None))
-                if isinstance(body, list) and statement in body
-            )
-            lines[first : block[-1].end_lineno] = [code]
-        else:
-            where = last if edit.how == "after" else first
-            lines[where:where] = [code]
+        where = last if edit.how == "after" else first
+        lines[where:where] = [code]
     return add_import("".join(lines), edit.imports) if edit.imports else "".join(lines)
 
 
 def add_import(text: str, imports: str) -> str:
     """Adds each import line to an import from the same module, else to the module's first block
     of imports; ufmt sorts and wraps them afterwards."""
-    for line in imports.splitlines():
-        new = ast.parse(line).body[0]
-        assert isinstance(new, ast.ImportFrom) and not any(a.asname for a in new.names), line
+    for new in ast.parse(imports).body:
+        line = ast.unparse(new)
         body = ast.parse(text).body
         lines = text.splitlines(keepends=True)
+        if isinstance(new, ast.Import):
+            if not any(isinstance(n, ast.Import) and ast.unparse(n) == line for n in body):
+                first = next(i for i, n in enumerate(body) if isinstance(n, (ast.Import, ast.ImportFrom)))
+                lines.insert(body[first].lineno - 1, line + "\n")
+                text = "".join(lines)
+            continue
+        assert isinstance(new, ast.ImportFrom) and not any(a.asname for a in new.names), line
         same = [n for n in body if isinstance(n, ast.ImportFrom) and n.module == new.module and n.level == 0]
         if same:
             names = sorted({a.name for a in [*same[0].names, *new.names]}, key=str.lower)
@@ -486,6 +602,7 @@ def generate(root: Path, git_dir: Optional[str], ref: str) -> Dict[str, str]:
         (repo / "pyproject.toml").write_text(UFMT_CONFIG)
         (repo / ".git" / "info" / "exclude").write_text("pyproject.toml\n")
         sources = {edit.path for patch in PATCHES for edit in patch.edits}
+        sources |= {target for patch in PATCHES for _, target in patch.merged}
         others = {edit.path for patch in PATCHES for edit in (*patch.buck, *patch.lines)} if git_dir else set()
         for path in sorted(sources | others):
             (repo / path).parent.mkdir(parents=True, exist_ok=True)
@@ -496,16 +613,18 @@ def generate(root: Path, git_dir: Optional[str], ref: str) -> Dict[str, str]:
         _git(repo, "add", "-A")
         _git(repo, "commit", "-q", "-m", "base")
         for number, patch in enumerate(PATCHES, 1):
-            for path in patch.new_files:
+            for path in patch.files:
                 (repo / path).parent.mkdir(parents=True, exist_ok=True)
-                (repo / path).write_text(upstream_file(path))
+                (repo / path).write_text(upstream_file(path, patch.leave_out))
+            for fragment, target in patch.merged:
+                (repo / target).write_text(merge_tests((repo / target).read_text(), (REPO / fragment).read_text()))
             for edit in patch.edits:
                 (repo / edit.path).write_text(apply_edit((repo / edit.path).read_text(), edit))
             for edit in patch.buck if git_dir else ():
                 (repo / edit.path).write_text(apply_buck_edit((repo / edit.path).read_text(), edit))
             for edit in patch.lines if git_dir else ():
                 (repo / edit.path).write_text(apply_line_edit((repo / edit.path).read_text(), edit))
-            python = sorted({*patch.new_files, *(edit.path for edit in patch.edits)})
+            python = sorted({*patch.files, *(t for _, t in patch.merged), *(edit.path for edit in patch.edits)})
             subprocess.run([sys.executable, "-m", "ufmt", "--quiet", "format", *python], cwd=repo, check=True)
             patches.update(_commit(repo, number, len(PATCHES), patch.slug, _message(patch.slug)))
     return patches

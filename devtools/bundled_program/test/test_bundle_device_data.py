@@ -51,7 +51,7 @@ class TestBundleDeviceData(unittest.TestCase):
             (self.inputs, meta_output),
         ):
             with self.subTest(inputs=inputs[0].device, outputs=outputs[0].device):
-                with self.assertRaisesRegex(NotImplementedError, "meta tensor; no data"):
+                with self.assertRaises(NotImplementedError):
                     self.bundle(inputs, outputs)
 
     @unittest.skipUnless(torch.cuda.is_available(), "needs a CUDA device")

@@ -23,7 +23,7 @@ def stored(tensor: torch.Tensor) -> NamedDataStoreOutput:
 
 class TestNamedDataDevice(unittest.TestCase):
     def test_meta_data_has_no_data(self) -> None:
-        with self.assertRaisesRegex(NotImplementedError, "meta tensor; no data"):
+        with self.assertRaises(NotImplementedError):
             stored(torch.empty(2, 3, device="meta"))
 
     @unittest.skipUnless(torch.cuda.is_available(), "needs a CUDA device")

@@ -76,7 +76,6 @@ def lowered(module: torch.nn.Module, device: str, **kwargs: object) -> EdgeProgr
 
 class DeviceConstantsTest(unittest.TestCase):
     def assert_each_kind_is_named(self, device: str, error: str) -> None:
-        table = torch.arange(6.0, device=device).reshape(2, 3)
         cases = (
             (lowered(linear(), device), None, "'0.weight' (shape [3, 4]"),
             (lowered(WithBuffer(), device), None, "'offset' (shape [4]"),
@@ -85,11 +84,6 @@ class DeviceConstantsTest(unittest.TestCase):
                 lowered(linear(), device),
                 ExecutorchBackendConfig(external_constants=True),
                 "'0.weight' (shape [3, 4]",
-            ),
-            (
-                lowered(linear(), "cpu", constant_methods={"get_table": table}),
-                None,
-                "returned by constant method 'get_table' (shape [2, 3]",
             ),
         )
         for edge, config, name in cases:
@@ -116,6 +110,12 @@ class TestEmitMetaConstants(DeviceConstantsTest):
         program = lowered(WithEmpty(), "meta").to_executorch()
         self.assertGreater(len(program.buffer), 0)
 
+    def test_meta_constant_method_value_has_no_data(self) -> None:
+        table = torch.empty(2, 3, device="meta")
+        edge = lowered(linear(), "cpu", constant_methods={"get_table": table})
+        with self.assertRaises(NotImplementedError):
+            edge.to_executorch()
+
 
 @unittest.skipUnless(torch.cuda.is_available(), "needs a CUDA device")
 class TestEmitCudaConstants(DeviceConstantsTest):
@@ -125,6 +125,15 @@ class TestEmitCudaConstants(DeviceConstantsTest):
     def test_empty_cuda_constant_serializes(self) -> None:
         program = lowered(WithEmpty(), "cuda").to_executorch()
         self.assertGreater(len(program.buffer), 0)
+
+    def test_cuda_constant_method_value_is_copied_to_the_host(self) -> None:
+        model, table = linear(), torch.arange(6.0).reshape(2, 3)
+        programs = [
+            lowered(model, "cpu", constant_methods={"get_table": value})
+            for value in (table.cuda(), table)
+        ]
+        on_cuda, on_cpu = (edge.to_executorch().buffer for edge in programs)
+        self.assertEqual(on_cuda, on_cpu)
 
     def test_cuda_module_raises_instead_of_crashing(self) -> None:
         # In a child process: a regression dies with SIGSEGV instead of raising.
