@@ -34,6 +34,7 @@ Every check prints one summary line (ok/FAIL); the exit status is 1 if any faile
 import argparse
 import ast
 import fnmatch
+import functools
 import importlib.metadata
 import json
 import os
@@ -467,7 +468,8 @@ def mutant(root: Path, left_out: Any) -> str:
     return generate.add_import(text, left_out.imports) if left_out.imports else text
 
 
-def section_mutations(report: Report, root: Path, patched: Path, workers: int, workdir: Path) -> None:
+def section_mutations(report: Report, root: Path, patched: Path, workers: int, workdir: Path,
+                      slugs: Optional[Sequence[str]] = None) -> None:
     """Each edit of the series left out in turn, all others applied: the tests of its patch fail or
     crash, and every other test passes but a later patch's, which may build on it (0003's CUDA
     test of a channels-last slice needs 0002)."""
@@ -482,7 +484,7 @@ def section_mutations(report: Report, root: Path, patched: Path, workers: int, w
     tests = [tuple(junit_prefix(test) for test in own) for own in PATCH_TESTS]
     for index, patch in enumerate(generate.PATCHES):
         own, later = tests[index], sum(tests[index + 1:], ())
-        for edit in patch.edits:
+        for edit in patch.edits if not slugs or patch.slug in slugs else ():
             target = tree / edit.path
             target.write_text(mutant(root, edit))
             run = run_series_tests(tree, off, workers, workdir / f"mutant-{len(rows)}", "mutant")
@@ -565,7 +567,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--workers", type=int, default=2, metavar="N",
                         help="pytest-xdist workers for --mutations and --suites (default 2)")
-    parser.add_argument("--mutations", action="store_true", help="leave out each edit in turn (minutes)")
+    parser.add_argument("--mutations", nargs="*", metavar="SLUG",
+                        help="leave out each edit in turn (minutes); of the patches named, if any")
     parser.add_argument("--suites", action="store_true",
                         help="also compare upstream's suites, patched vs unpatched (minutes)")
     parser.add_argument("--upstream-git", metavar="DIR", help="a git directory of pytorch/executorch")
@@ -633,7 +636,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 report.say()
             section_tests(report, patched, args.require_cuda, args.time_limit, workdir / "runs")
             for flag, title, section in (
-                (args.mutations, "## Each edit left out", section_mutations),
+                (args.mutations is not None, "## Each edit left out",
+                 functools.partial(section_mutations, slugs=args.mutations)),
                 (args.suites, "## Upstream's suites: patched vs unpatched copy (runtime guard off in both)",
                  section_suites),
             ):
