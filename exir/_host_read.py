@@ -28,15 +28,16 @@ def host_read_error(
     return InternalError(f"Constant {name} (shape {list(shape)}, dtype {dtype}) {why}")
 
 
-def raise_for_device(error: Exception, graph_module: torch.fx.GraphModule) -> NoReturn:
-    for node in graph_module.graph.nodes:
+def raise_for_device(
+    error: Exception, *graph_modules: torch.fx.GraphModule
+) -> NoReturn:
+    for node in (node for module in graph_modules for node in module.graph.nodes):
         val = node.meta.get("val")
         if isinstance(val, torch.Tensor) and val.device.type not in ("cpu", "meta"):
             raise type(error)(
                 f"{str(error).strip().splitlines()[0]}\nThis program holds tensors on "
-                f"{val.device} (at node {node.name!r}): PyTorch chose its operators for "
-                "that device, and ExecuTorch lowers on the host. Call torch.export.passes."
-                "move_to_device_pass(exported_program, 'cpu') before to_edge, or lower "
-                "with a backend that runs it there (CudaPartitioner for CUDA)."
+                f"{val.device} (at node {node.name!r}), where PyTorch chose its operators. "
+                "Call torch.export.passes.move_to_device_pass(exported_program, 'cpu') "
+                "before to_edge, or keep it there with CudaPartitioner (for CUDA)."
             ) from error
     raise error

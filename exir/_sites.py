@@ -114,10 +114,12 @@ def vulkan_constant(original: Original, self: Any, node: Any) -> Any:
 
 def lowering_verifier(original: Original, self: Any, *args: Any, **kwargs: Any) -> Any:
     """The ATen-dialect check that to_edge runs on the decomposed graph, args[0] (the series
-    catches its error in to_edge, where that graph is at hand)."""
+    catches its errors in to_edge, where that graph is at hand)."""
+    from executorch.exir.error import ExportError
+
     try:
         return original(self, *args, **kwargs)
-    except SpecViolationError as error:
+    except (ExportError, SpecViolationError) as error:
         raise_for_device(error, args[0])
 
 

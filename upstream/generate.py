@@ -367,26 +367,20 @@ PATCHES: Tuple[Patch, ...] = (
                  '            except ExportError as e:\n'
                  '                logging.info(f"Input program {name} is not in ATen dialect.")\n'
                  "                raise e\n",
-                 '            except ExportError as e:\n'
+                 '            except (ExportError, SpecViolationError) as e:\n'
                  '                logging.info(f"Input program {name} is not in ATen dialect.")\n'
-                 "                raise e\n"
-                 "            except SpecViolationError as e:\n"
                  "                raise_for_device(e, gm)\n",
                  "from torch._export.verifier import SpecViolationError\n" + _HOST_READ.format("raise_for_device")),
-            Edit(_PROGRAM, "_gen_edge_manager_for_partitioners", "replace",
-                 "        edge_programs[name] = _generate_edge_program(\n"
-                 "            config,\n"
-                 "            program,\n"
-                 "            preserve_ops=ops_set_to_not_decompose_by_program.get(name, []),\n"
-                 "        )\n",
-                 "        try:\n"
-                 "            edge_programs[name] = _generate_edge_program(\n"
-                 "                config,\n"
-                 "                program,\n"
-                 "                preserve_ops=ops_set_to_not_decompose_by_program.get(name, []),\n"
-                 "            )\n"
-                 "        except SpecViolationError as e:\n"
-                 "            raise_for_device(e, program.graph_module)\n",
+            Edit(_PROGRAM, "to_edge_transform_and_lower", "replace",
+                 "    edge_manager = _gen_edge_manager_for_partitioners(\n"
+                 "        partitioner, aten_programs, config, constant_methods, generate_etrecord\n"
+                 "    )\n",
+                 "    try:\n"
+                 "        edge_manager = _gen_edge_manager_for_partitioners(\n"
+                 "            partitioner, aten_programs, config, constant_methods, generate_etrecord\n"
+                 "        )\n"
+                 "    except SpecViolationError as e:\n"
+                 "        raise_for_device(e, *(p.graph_module for p in aten_programs.values()))\n",
                  "from torch._export.verifier import SpecViolationError\n" + _HOST_READ.format("raise_for_device")),
             Edit("exir/passes/__init__.py", "ToOutVarPass.call", "replace",
                  'raise RuntimeError(f"Missing out variants: {missing_out_vars}")',
@@ -496,7 +490,8 @@ def apply_edit(text: str, edit: Edit) -> str:
 
 def add_import(text: str, imports: str) -> str:
     """Adds each import line to an import from the same module, else to the module's first block
-    of imports; ufmt sorts and wraps them afterwards."""
+    of imports, but for the names that the module imports already, from wherever; ufmt sorts and
+    wraps them afterwards."""
     for new in ast.parse(imports).body:
         line = ast.unparse(new)
         body = ast.parse(text).body
@@ -508,6 +503,11 @@ def add_import(text: str, imports: str) -> str:
                 text = "".join(lines)
             continue
         assert isinstance(new, ast.ImportFrom) and not any(a.asname for a in new.names), line
+        bound = {a.asname or a.name for n in body if isinstance(n, ast.ImportFrom) for a in n.names}
+        new.names = [a for a in new.names if a.name not in bound]
+        if not new.names:
+            continue
+        line = ast.unparse(new)
         same = [n for n in body if isinstance(n, ast.ImportFrom) and n.module == new.module and n.level == 0]
         if same:
             names = sorted({a.name for a in [*same[0].names, *new.names]}, key=str.lower)
