@@ -38,6 +38,6 @@ def raise_for_device(
                 f"{str(error).strip().splitlines()[0]}\nThis program holds tensors on "
                 f"{val.device} (at node {node.name!r}), where PyTorch chose its operators. "
                 "Call torch.export.passes.move_to_device_pass(exported_program, 'cpu') "
-                "before to_edge, or keep it there with CudaPartitioner (for CUDA)."
+                "before lowering, or keep it there with CudaPartitioner (for CUDA)."
             ) from error
     raise error

@@ -114,12 +114,10 @@ def vulkan_constant(original: Original, self: Any, node: Any) -> Any:
 
 def lowering_verifier(original: Original, self: Any, *args: Any, **kwargs: Any) -> Any:
     """The ATen-dialect check that to_edge runs on the decomposed graph, args[0] (the series
-    catches its errors in to_edge, where that graph is at hand)."""
-    from executorch.exir.error import ExportError
-
+    catches its error in to_edge, where that graph is at hand)."""
     try:
         return original(self, *args, **kwargs)
-    except (ExportError, SpecViolationError) as error:
+    except SpecViolationError as error:
         raise_for_device(error, args[0])
 
 

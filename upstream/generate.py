@@ -153,11 +153,11 @@ _NAMED_DATA = "exir/_serialize/_named_data_store.py"
 _HOST_READ = "from executorch.exir._host_read import {}"
 _HOST_READ_DEP = "//executorch/exir:host_read"
 _TEST_DEPS = ("//caffe2:torch", "//executorch/exir:error")
-_EMIT_TEST = "exir/emit/test/test_emit_device_constants.py"
+_EMIT_TEST = "exir/emit/test/test_emit.py"
 _NAMED_DATA_TEST = "exir/_serialize/test/test_named_data_store.py"
 _BUNDLE_TEST = "devtools/bundled_program/test/test_bundle_data.py"
 _XNNPACK_TEST = "backends/xnnpack/test/test_xnnpack_device_constants.py"
-_VULKAN_TEST = "backends/vulkan/test/test_vulkan_device_constants.py"
+_VULKAN_TEST = "backends/vulkan/test/test_serialization.py"
 _PROGRAM_TEST = "exir/program/test/test_program.py"
 _CUDA_STEP = 'python -m pytest backends/cuda/tests backends/cuda/passes/tests -v -o "addopts="'
 
@@ -229,8 +229,8 @@ def _device_check(tensor: str, program: str, node: str, what: str = "") -> str:
 PATCHES: Tuple[Patch, ...] = (
     Patch(
         "emitter",
-        ("exir/_host_read.py", _EMIT_TEST),
-        (),
+        ("exir/_host_read.py",),
+        (("exir/emit/test/test_emit_device_constants.py", _EMIT_TEST),),
         (
             Edit(_EMITTER, "_Emitter", "replace", _TO_EVALUE + _EMITTER_READ, _FQN_DEFAULT + _TO_EVALUE + _EMITTER_CHECK,
                  _HOST_READ.format("host_read_error")),
@@ -242,13 +242,10 @@ PATCHES: Tuple[Patch, ...] = (
                      _target("fbcode_target(_kind = runtime.python_library,", "host_read", ["_host_read.py"],
                              [":error", "//caffe2:torch"])),
             BuckEdit("exir/emit/BUCK", "emit", "deps", _HOST_READ_DEP),
-            BuckEdit("exir/emit/test/BUCK", "emit", "after",
-                     _test("test_emit_device_constants", [*_TEST_DEPS, "//executorch/exir:lib"])
-                     .replace('name = "test_emit_device_constants"', 'name = "emit_device_constants"')),
         ),
         _cuda_job(("backends/aoti/**", _CUDA_STEP), ("exir/_host_read.py", _EMITTER, _EMIT_TEST),
                   "Constants in device memory raise InternalError instead of crashing to_executorch()",
-                  _EMIT_TEST),
+                  f"{_EMIT_TEST}::TestEmitCudaConstants"),
         ("raise_for_device",),
     ),
     Patch(
@@ -285,7 +282,7 @@ PATCHES: Tuple[Patch, ...] = (
                  "real_tensor_layout = TensorLayout.from_tensor(data)", "data = data.cpu()", ""),
         ),
         (),
-        _cuda_job((_EMIT_TEST, _pytest(_EMIT_TEST).strip()), (_NAMED_DATA_TEST,),
+        _cuda_job((_EMIT_TEST, _pytest(f"{_EMIT_TEST}::TestEmitCudaConstants").strip()), (_NAMED_DATA_TEST,),
                   "Named data in device memory is stored as on the CPU",
                   f"{_NAMED_DATA_TEST}::TestNamedDataDevice"),
     ),
@@ -336,8 +333,8 @@ PATCHES: Tuple[Patch, ...] = (
     ),
     Patch(
         "vulkan",
-        (_VULKAN_TEST,),
         (),
+        (("backends/vulkan/test/test_vulkan_device_constants.py", _VULKAN_TEST),),
         (
             Edit("backends/vulkan/serialization/vulkan_graph_builder.py", "VkGraphBuilder.maybe_add_constant_tensor",
                  "before", "array_type = ctypes.c_char * size", _device_check("tensor", "self.program", "node"),
@@ -345,17 +342,15 @@ PATCHES: Tuple[Patch, ...] = (
         ),
         (
             BuckEdit("backends/vulkan/serialization/targets.bzl", "lib", "deps", _HOST_READ_DEP),
-            BuckEdit("backends/vulkan/test/targets.bzl", "test_serialization", "after",
-                     _test("test_vulkan_device_constants", [
-                         *_TEST_DEPS,
-                         "//executorch/backends/vulkan/serialization:lib",
-                         "//executorch/exir/backend:utils",
-                     ], rule="python_unittest(")),
+            BuckEdit("backends/vulkan/test/targets.bzl", "test_serialization", "deps", "//executorch/exir:error"),
+            BuckEdit("backends/vulkan/test/targets.bzl", "test_serialization", "deps",
+                     "//executorch/exir/backend:utils"),
         ),
         (
             LineEdit("pytest.ini", "testpaths =", "backends/transforms", (f"    {_VULKAN_TEST}",)),
             *_cuda_job((_XNNPACK_TEST, _pytest(_XNNPACK_TEST).strip()), (_VULKAN_TEST,),
-                       "Vulkan constants in device memory raise InternalError", _VULKAN_TEST),
+                       "Vulkan constants in device memory raise InternalError",
+                       f"{_VULKAN_TEST}::TestVulkanDeviceConstants"),
         ),
     ),
     Patch(
@@ -367,10 +362,13 @@ PATCHES: Tuple[Patch, ...] = (
                  '            except ExportError as e:\n'
                  '                logging.info(f"Input program {name} is not in ATen dialect.")\n'
                  "                raise e\n",
-                 '            except (ExportError, SpecViolationError) as e:\n'
+                 '            except ExportError as e:\n'
                  '                logging.info(f"Input program {name} is not in ATen dialect.")\n'
+                 "                raise e\n"
+                 "            except SpecViolationError as e:\n"
                  "                raise_for_device(e, gm)\n",
                  "from torch._export.verifier import SpecViolationError\n" + _HOST_READ.format("raise_for_device")),
+            Edit(_PROGRAM, "to_edge", "replace", "def to_edge(\n", "def to_edge(  # noqa: C901\n", ""),
             Edit(_PROGRAM, "to_edge_transform_and_lower", "replace",
                  "    edge_manager = _gen_edge_manager_for_partitioners(\n"
                  "        partitioner, aten_programs, config, constant_methods, generate_etrecord\n"
@@ -392,7 +390,7 @@ PATCHES: Tuple[Patch, ...] = (
             BuckEdit("exir/program/BUCK", "program", "deps", _HOST_READ_DEP),
             BuckEdit("exir/passes/BUCK", "lib", "deps", _HOST_READ_DEP),
         ),
-        _cuda_job((_VULKAN_TEST, _pytest(_VULKAN_TEST).strip()), (_PROGRAM_TEST,),
+        _cuda_job((_VULKAN_TEST, _pytest(f"{_VULKAN_TEST}::TestVulkanDeviceConstants").strip()), (_PROGRAM_TEST,),
                   "Programs exported with tensors on a GPU name the device where lowering fails",
                   f"{_PROGRAM_TEST}::TestDeviceLoweringCuda"),
     ),

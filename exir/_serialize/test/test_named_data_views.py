@@ -22,7 +22,8 @@ class TestNamedDataViews(unittest.TestCase):
         entry = output.pte_data["w"]
         layout = entry.tensor_layout
         buffer = output.buffers[entry.buffer_index]
-        assert layout is not None and isinstance(buffer, bytes)
+        self.assertIsNotNone(layout)
+        self.assertIsInstance(buffer, bytes)
         self.assertEqual(layout.dim_order, [0, 2, 3, 1])
         stored = torch.frombuffer(bytearray(buffer), dtype=view.dtype)
         read_back = stored.reshape([layout.sizes[d] for d in layout.dim_order]).permute(0, 3, 1, 2)

@@ -63,10 +63,11 @@ class DeviceLoweringTest(unittest.TestCase):
 class TestDeviceLowering(DeviceLoweringTest):
     def test_cpu_program_keeps_its_error(self) -> None:
         program = export(EfficientAttention(), (torch.randn(1, 2, 4, 8),))
-        with self.assertRaises(SpecViolationError) as raised:
-            to_edge(program)
-        self.assertIn("is not in Core ATen opset", str(raised.exception))
-        self.assertNotIn("move_to_device_pass", str(raised.exception))
+        for lower in (to_edge, to_edge_transform_and_lower):
+            with self.assertRaises(SpecViolationError) as raised:
+                lower(program)
+            self.assertIn("is not in Core ATen opset", str(raised.exception))
+            self.assertNotIn("move_to_device_pass", str(raised.exception))
         with self.assertRaises(RuntimeError) as raised:
             to_edge_without_validation(program).to_executorch()
         self.assertEqual(
