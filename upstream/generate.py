@@ -123,10 +123,6 @@ def _target(rule: str, name: str, srcs: Sequence[str], deps: Sequence[str]) -> s
     return "\n".join(lines) + "\n"
 
 
-def _test(name: str, deps: Sequence[str], rule: str = "fbcode_target(_kind = runtime.python_test,") -> str:
-    return _target(rule, name, [f"{name}.py"], deps)
-
-
 WORKFLOW = ".github/workflows/cuda.yml"
 _CHANGED = "contains(needs.changed-files.outputs.changed-files, '{}') ||"
 
@@ -321,7 +317,8 @@ PATCHES: Tuple[Patch, ...] = (
         (
             BuckEdit("backends/xnnpack/operators/BUCK", "operators", "deps", _HOST_READ_DEP),
             BuckEdit("backends/xnnpack/test/BUCK", "test_xnnpack_serialization", "after",
-                     _test("test_xnnpack_device_constants", [
+                     _target("fbcode_target(_kind = runtime.python_test,", "test_xnnpack_device_constants",
+                             ["test_xnnpack_device_constants.py"], [
                          *_TEST_DEPS,
                          "//executorch/backends/xnnpack/operators:operators",
                          "//executorch/backends/xnnpack/serialization:xnnpack_schema",
