@@ -4,16 +4,10 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""The repository's sessions: each makes a fresh virtual environment (virtualenv, pip) and
-installs what it needs. `nox --list` shows them.
-
-    nox -s tests                 # the CI versions, 1.5.1 and 1.4.1 (CI's .ci/run)
-    nox -s compat                # every released executorch 1.x, then test/COMPAT_RESULTS.md
-    nox -s bench -- --quick      # bench/bench.py, arguments after --
-    nox -s series -- --mutations # python -m upstream.check on the release the series is based on
-
-torch is pinned to 2.13.0, the CPU build that pip finds here: an unpinned torch pulls a CUDA build
-of several GB. pip, not uv: uv ignores pip's configuration and would fetch that CUDA build.
+"""The repository's sessions, each in a fresh virtualenv (`nox --list`): tests (CI's .ci/run), compat (every
+released executorch 1.x, then test/COMPAT_RESULTS.md), bench and series (`nox -s series -- --mutations`: arguments
+after -- go to the script). torch is pinned to 2.13.0, the CPU build that pip finds here: an unpinned torch pulls a
+CUDA build of several GB. pip, not uv: uv ignores pip's configuration and would fetch that CUDA build.
 """
 
 import os
@@ -27,12 +21,13 @@ nox.options.default_venv_backend = "virtualenv"
 nox.options.sessions = ["tests"]
 
 TORCH = "torch==2.13.0"
-BASE_RELEASE = "1.5.1"  # the release the series is based on: upstream/generate.py's BASE_RELEASE
-# The tests whose outcome depends on the ExecuTorch release; the others (installs, the benchmark,
-# the series) test this repository's tools and run on BASE_RELEASE only.
+BASE_RELEASE = "1.5.1"  # the release the series is based on: upstream/check.py's BASE_RELEASE
+# The tests whose outcome depends on the ExecuTorch release (test_series.py: the series' tests against
+# the package); the others (installs, the benchmark, the Buck check) test this repository's tools and
+# run on BASE_RELEASE only.
 RELEASE_TESTS = (
     "test/test_emitter.py", "test/test_sites.py", "test/test_device_sites.py", "test/test_cuda.py",
-    "exir", "devtools", "backends",
+    "test/test_series.py",
 )
 # executorch release -> (torch, torchao): the newest of each that the release allows and that pip
 # finds here. 1.0.x pin torch<2.10: 2.9.1 comes from the registry as a CUDA build (it runs on the CPU).

@@ -6,27 +6,23 @@
 
 """What the device guard costs: one table, guarded next to unguarded.
 
-The guard is wired in at interpreter start, so every CPU measurement runs in fresh child processes
-with EXECUTORCH_DEVICE_GUARD=1 or 0, and times what a user pays once per process: the first
-to_executorch(), the interpreter start, the first import of executorch.exir. Guarded and unguarded
-children alternate (the first of each pair alternates too), and each pair gives one ratio, so the
-slow drifts of a shared machine hit both sides alike. The XNNPACK lowering of many layers takes
-minutes a run, so its rows rest on the guard's own time metered inside each guarded run. The GPU
-section runs in this process. `--section cpu` includes the XNNPACK rows; `xnnpack` runs them alone.
-
-    python bench/bench.py [--quick] [--pairs N] [--section all|cpu|xnnpack|gpu] [--out FILE]
-"""
+The guard is wired in at interpreter start, so every CPU measurement runs in fresh child processes with
+EXECUTORCH_DEVICE_GUARD=1 or 0, and times what a user pays once per process: the first to_executorch(), the interpreter
+start, the first import of executorch.exir. Guarded and unguarded children alternate (the first of each pair alternates
+too), and each pair gives one ratio, so the slow drifts of a shared machine hit both sides alike. The XNNPACK lowering
+of many layers takes minutes a run, so its rows rest on the guard's own time metered inside each guarded run. The GPU
+section runs in this process. `--section cpu` includes the XNNPACK rows; `xnnpack` runs them alone."""
 
 import argparse
 import functools
 import json
 import os
 import resource
-import statistics
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, replace
+from statistics import median
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 GUARD = "EXECUTORCH_DEVICE_GUARD"
@@ -65,12 +61,17 @@ class Row:
     met: str = "-"
 
 
-# ---------------------------------------------------------------------------------------------
 # Statistics and formatting
+def seconds(x: float) -> str:
+    return f"{x:.3f} s"
 
 
-def pct(x: float) -> str:
-    return f"{(x - 1) * 100:+.1f}%"
+def millis(x: float) -> str:
+    return f"{x * 1e3:.2f} ms"
+
+
+def verdict(met: bool, within_noise: bool = False) -> str:
+    return "yes" if met else "no, within noise" if within_noise else "no"
 
 
 @dataclass(frozen=True)
@@ -86,88 +87,50 @@ class Pairs:
 
     @property
     def ratio(self) -> float:
-        return statistics.median(self.ratios)
+        return median(self.ratios)
 
     @property
     def noise(self) -> Optional[float]:
         """Run-to-run noise of the baseline alone: median |b[i+1] / b[i] - 1| over its runs."""
-        if len(self.off) < 2:
-            return None
-        return statistics.median(abs(b / a - 1) for a, b in zip(self.off, self.off[1:]))
+        return median(abs(b / a - 1) for a, b in zip(self.off, self.off[1:])) if len(self.off) > 1 else None
 
-    def spread(self, invert: bool = False) -> str:
+    def cells(self, invert: bool = False) -> Tuple[str, str]:
+        """The spread and A/A noise columns."""
         ratios = [1 / r for r in self.ratios] if invert else self.ratios
-        return f"{pct(min(ratios))} .. {pct(max(ratios))}"
-
-    def noise_cell(self) -> str:
-        return "-" if self.noise is None else f"±{self.noise * 100:.1f}%"
+        spread = f"{(min(ratios) - 1) * 100:+.1f}% .. {(max(ratios) - 1) * 100:+.1f}%"
+        return spread, "-" if self.noise is None else f"±{self.noise * 100:.1f}%"
 
 
 def ratio_row(name: str, pairs: Pairs, unit: Callable[[float], str], limit: float) -> Row:
     """Row for times guarded / unguarded, met if the median pair ratio is within `limit` of 1."""
-    off_by = abs(pairs.ratio - 1)
-    if off_by <= limit:
-        met = "yes"
-    elif pairs.noise is not None and off_by <= pairs.noise:
-        met = "no, within noise"
-    else:
-        met = "no"
-    return Row(
-        name,
-        unit(statistics.median(pairs.on)),
-        unit(statistics.median(pairs.off)),
-        f"{pairs.ratio:.3f}",
-        pairs.spread(),
-        pairs.noise_cell(),
-        f"within {limit * 100:.0f}%",
-        met,
-    )
+    off_by, goal = abs(pairs.ratio - 1), f"within {limit * 100:.0f}%"
+    met = verdict(off_by <= limit, off_by <= (pairs.noise or 0))
+    return Row(name, unit(median(pairs.on)), unit(median(pairs.off)), f"{pairs.ratio:.3f}", *pairs.cells(), goal, met)
 
 
 def added_row(name: str, pairs: Pairs, limit: float) -> Row:
     """Row for interpreter starts: met if the guard adds under `limit` seconds (median vs median)."""
-    added = statistics.median(pairs.on) - statistics.median(pairs.off)
-    noise = (pairs.noise or 0) * statistics.median(pairs.off)
-    met = "yes" if added < limit else "no, within noise" if added <= noise else "no"
+    added = median(pairs.on) - median(pairs.off)
+    met = verdict(added < limit, added <= (pairs.noise or 0) * median(pairs.off))
     goal = f"< {limit * 1e3:g} ms added"
     return replace(ratio_row(name, pairs, millis, 0), goal=goal, met=f"{met} ({added * 1e3:+.2f} ms)")
-
-
-def own_time_row(name: str, timed: Dict[str, Pairs], limit: float) -> Row:
-    """Row for the guard's own metered time as a share of the guarded runs' wall time."""
-    shares = [g / w for g, w in zip(timed["guard"].on, timed["wall"].on)]
-    share = statistics.median(shares)
-    return Row(
-        name,
-        millis(statistics.median(timed["guard"].on)),
-        f"of {seconds(statistics.median(timed['wall'].on))} wall",
-        f"{1 + share:.4f}",
-        f"+{min(shares) * 100:.3f}% .. +{max(shares) * 100:.3f}%",
-        "-",
-        f"within {limit * 100:.0f}%",
-        "yes" if share <= limit else "no",
-    )
 
 
 def share_row(name: str, part: float, whole: float, whole_name: str, limit: float) -> Row:
     """A part of one run's time, as a share of that run's whole."""
     share = part / whole
-    return Row(
-        name,
-        f"{millis(part)} ({share * 100:.3f}%)",
-        f"of {seconds(whole)} {whole_name}",
-        f"{1 + share:.5f}",
-        goal=f"within {limit * 100:g}%",
-        met="yes" if share <= limit else "no",
-    )
+    cells = f"{millis(part)} ({share * 100:.3f}%)", f"of {seconds(whole)} {whole_name}", f"{1 + share:.5f}"
+    return Row(name, *cells, goal=f"within {limit * 100:g}%", met=verdict(share <= limit))
 
 
-def seconds(x: float) -> str:
-    return f"{x:.3f} s"
-
-
-def millis(x: float) -> str:
-    return f"{x * 1e3:.2f} ms"
+def throughput_row(name: str, nbytes: int, timed: Pairs, baseline: str, goal: str, named_data: bool) -> Row:
+    """Row for GB/s, the measured side's over the baseline's, met at 0.90 or more. Named-data rows also
+    show the measured side's time, and tell a miss within the A/A noise from one outside it."""
+    throughput, goal = 1 / timed.ratio, f">= 0.90 x {goal}"
+    on, off = (f"{nbytes / median(times) / 1e9:.2f} GB/s" for times in (timed.on, timed.off))
+    on = f"{on} ({millis(median(timed.on))})" if named_data else on
+    met = verdict(throughput >= 0.90, named_data and 1 - throughput <= (timed.noise or 0))
+    return Row(name, on, f"{off} ({baseline})", f"{throughput:.3f}", *timed.cells(invert=True), goal, met)
 
 
 def markdown(rows: Sequence[Row]) -> str:
@@ -178,38 +141,36 @@ def markdown(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
-# ---------------------------------------------------------------------------------------------
-# Child processes
-
-
-def child_env(guard: bool) -> dict:
-    """The parent's environment with the guard on or off.
-
-    PYTHONDONTWRITEBYTECODE is dropped so that the package's modules load from cached bytecode,
-    as they do from a pip-installed wheel; otherwise an editable install recompiles them at every
-    interpreter start and that compile time would be counted as the guard's.
-    """
+# Measuring: child processes, interleaving, the guard's own time
+def run_child(argv: Sequence[str], guard: bool) -> subprocess.CompletedProcess:
+    # PYTHONDONTWRITEBYTECODE is dropped so that the package loads from cached bytecode, as from a pip-installed
+    # wheel; an editable install would otherwise recompile it at every interpreter start, counted as the guard's.
     env = dict(os.environ, **{GUARD: "1" if guard else "0"})
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    return env
-
-
-def run_child(argv: Sequence[str], guard: bool) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, *argv], env=child_env(guard), capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, *argv], env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"child {list(argv)} (guard={guard}) failed:\n{proc.stderr[-4000:]}")
     return proc
 
 
-def last_json(proc: subprocess.CompletedProcess) -> dict:
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+def child_result(argv: Sequence[str], guard: bool) -> Dict[str, Any]:
+    """A child's result, the JSON it prints last; refused unless a guarded child, and only it, patched sites."""
+    result = json.loads(run_child([__file__, *argv], guard).stdout.strip().splitlines()[-1])
+    if bool(result["patched"]) != guard:
+        raise RuntimeError(f"{GUARD}={int(guard)} but the child patched {result['patched']} sites")
+    return result
+
+
+def emit(result: Dict[str, Any]) -> None:
+    """Child: prints its result for the parent, with the number of sites the guard patched."""
+    import executorch_device_guard
+
+    print(json.dumps({**result, "patched": len(executorch_device_guard.status().patched)}))
 
 
 def interleaved(measure: Callable[[bool], Dict[str, float]], pairs: int) -> Dict[str, Pairs]:
-    """Runs measure(True) and measure(False) `pairs` times each, alternating which goes first.
-
-    measure returns its times by clock ("wall", "cpu"); the result pairs them up clock by clock.
-    """
+    """Runs measure(True) and measure(False) `pairs` times each, alternating which goes first. measure
+    returns its times by clock ("wall", "cpu"); the result pairs them up clock by clock."""
     result: Dict[str, Pairs] = {}
     for i in range(pairs):
         for guard in (True, False) if i % 2 == 0 else (False, True):
@@ -219,36 +180,32 @@ def interleaved(measure: Callable[[bool], Dict[str, float]], pairs: int) -> Dict
     return result
 
 
-def timed_child(argv: Sequence[str], guard: bool) -> Dict[str, float]:
-    """Wall and CPU (user + system) seconds of one whole child process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+def timed_call(fn: Callable[[], object], cuda: bool = False) -> float:
+    """Seconds of one fn() call in this process, between two synchronizations if `cuda`."""
+    import torch
+
+    if cuda:
+        torch.cuda.synchronize()
     start = time.perf_counter()
-    run_child(argv, guard)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    return {"wall": wall, "cpu": cpu}
+    fn()
+    if cuda:
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
 
 
-def check_guard(result: dict, guard: bool) -> None:
-    """Refuses to compare two unguarded runs: a guarded child must have patched its sites."""
-    if bool(result["patched"]) != guard:
-        raise RuntimeError(f"{GUARD}={int(guard)} but the child patched {result['patched']} sites")
+def in_process(call: Callable[[bool], object], pairs: int, cuda: bool) -> Pairs:
+    """call(True) next to call(False) in this process, after one warm-up each (allocator, lazy imports)."""
+    call(True), call(False)
+    return interleaved(lambda on: {"wall": timed_call(lambda: call(on), cuda)}, pairs)["wall"]
 
 
 class Meter:
-    """Sums the wall time spent in the guard's own functions, in a guarded child.
-
-    On a shared machine the run-to-run noise of whole runs is far above 1%, while the guard's own
-    share of a run barely moves with the load, so it tells whether the 1% goal holds. wrap() counts
-    only the outermost metered call, so nested guard calls are not counted twice; own() counts a
-    _sites wrapper less the original it calls.
-    """
+    """Sums the wall time spent in the guard's own functions, in a guarded child. On a shared machine the
+    run-to-run noise of whole runs is far above 1%, while the guard's own share of a run barely moves with the
+    load, so it tells whether the 1% goal holds. wrap() counts only the outermost of nested metered calls."""
 
     def __init__(self) -> None:
-        self.seconds = 0.0
-        self.depth = 0
-        self.calls = 0
+        self.seconds, self.depth, self.calls = 0.0, 0, 0
 
     def wrap(self, function: Callable[..., Any]) -> Callable[..., Any]:
         def metered(*args: Any, **kwargs: Any) -> Any:
@@ -264,10 +221,9 @@ class Meter:
         return metered
 
     def own(self, wrapper: Callable[..., Any]) -> Callable[..., Any]:
-        """A _sites wrapper that adds its own time, less that of the original it calls, and counts
-        its calls. Subtracting the original also keeps a wrapper that runs inside another's
-        original from being counted twice; the meter's own closure and clock reads count as the
-        guard's, so it errs high."""
+        """A _sites wrapper that adds its own time, less that of the original it calls, and counts its
+        calls. Subtracting the original also keeps a wrapper that runs inside another's original from
+        being counted twice; the meter's own closure and clock reads count as the guard's: it errs high."""
 
         @functools.wraps(wrapper)  # _patch reads the wrapper's parameter names through __wrapped__
         def metered(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -291,32 +247,56 @@ class Meter:
         return metered
 
 
-def meter_sites(meter: Meter) -> None:
-    """Re-wraps every site with its _sites wrapper metered by `meter`, through the public
+def meter_sites(active: bool = True) -> Meter:
+    """Child, guarded and `active`: re-wraps every site's _sites wrapper metered, through the public
     uninstall() and install(). Call it after importing executorch.exir: _sites imports it."""
     import executorch_device_guard
-    from executorch_device_guard import _hook, _sites
 
-    executorch_device_guard.uninstall()
-    for name in {wrapper for _, _, wrapper, _ in _hook.SITES}:
-        setattr(_sites, name, meter.own(getattr(_sites, name)))
-    executorch_device_guard.install()
+    meter = Meter()
+    if executorch_device_guard.status().patched and active:
+        from executorch_device_guard import _hook, _sites
+
+        executorch_device_guard.uninstall()
+        for name in {wrapper for _, _, wrapper, _ in _hook.SITES}:
+            setattr(_sites, name, meter.own(getattr(_sites, name)))
+        executorch_device_guard.install()
+    return meter
 
 
-# ---------------------------------------------------------------------------------------------
+def child_rows(argv: List[str], pairs: int, name: str, own: str) -> List[Row]:
+    """A child's timed call, guarded next to unguarded (wall, CPU), and the guard's own time in it as a share
+    of the guarded runs' wall time. A child's "what", if any, goes into the first row's name."""
+    info: Dict[str, Any] = {}
+
+    def measure(guard: bool) -> Dict[str, float]:
+        info.update(child_result(argv, guard))
+        return {clock: info[clock] for clock in ("wall", "cpu", "guard")}
+
+    timed = interleaved(measure, pairs)
+    first = f"{name} ({info['what']})" if "what" in info else name
+    guard, wall = timed["guard"].on, timed["wall"].on
+    shares = [g / w for g, w in zip(guard, wall)]
+    share, spread = median(shares), f"+{min(shares) * 100:.3f}% .. +{max(shares) * 100:.3f}%"
+    cells = millis(median(guard)), f"of {seconds(median(wall))} wall", f"{1 + share:.4f}", spread, "-"
+    return [
+        ratio_row(f"{first}, wall", timed["wall"], seconds, 0.01),
+        ratio_row(f"{name}, CPU time", timed["cpu"], seconds, 0.01),
+        Row(f"{name}, time in the guard's {own}", *cells, "within 1%", verdict(share <= 0.01)),
+    ]
+
+
 # 1. to_executorch()
-
-
-def build_model(model: str, sizes: Sizes) -> Tuple[Any, Any]:
-    """One of the two constant-heavy models and its example input; imports torch, so children only."""
+def to_executorch_child(model: str, sizes: Sizes) -> None:
+    """Child: builds, exports and lowers one model, then times its one to_executorch() call. One timed
+    call per process: to_executorch() mutates the lowered program, so a second call on it fails, and a
+    second lowering in the same process would run with warm caches that a user's single export lacks."""
     import torch
+    from executorch.exir import to_edge_transform_and_lower
 
     class ManySmall(torch.nn.Module):
-        """Half parameters, half buffers, 16 floats each, read by a few concatenations.
-
-        Few nodes keep export and lowering affordable: ExecuTorch's own passes grow faster than
-        linearly with the number of constants (about 25 s of to_executorch() for 2,000 here).
-        """
+        """Half parameters, half buffers, 16 floats each, read by a few concatenations. Few nodes keep
+        export and lowering affordable: ExecuTorch's own passes grow faster than linearly with the
+        number of constants (about 25 s of to_executorch() for 2,000 here)."""
 
         def __init__(self, n: int) -> None:
             super().__init__()
@@ -330,93 +310,35 @@ def build_model(model: str, sizes: Sizes) -> Tuple[Any, Any]:
             b = torch.cat([getattr(self, name) for name in self.buffer_names]).reshape(-1, 16).sum(0)
             return x * w + b
 
-    if model == "many-small":
-        return ManySmall(sizes.small_constants), torch.randn(1, 16)
-    width = sizes.large_width  # a chain of square Linear layers: layers x width^2 float32 weights
-    layers = [torch.nn.Linear(width, width, bias=False) for _ in range(sizes.large_layers)]
-    return torch.nn.Sequential(*layers), torch.randn(1, width)
-
-
-def to_executorch_child(model: str, sizes: Sizes) -> None:
-    """Child: builds, exports and lowers one model, then times its one to_executorch() call.
-
-    One timed call per process: to_executorch() mutates the lowered program, so a second call on it
-    fails, and a second lowering in the same process would run with warm caches that a user's
-    single export does not have.
-    """
-    import torch
-    from executorch.exir import to_edge_transform_and_lower
-
-    import executorch_device_guard
-
-    module, example = build_model(model, sizes)
+    width = sizes.large_width  # few-large: a chain of square Linear layers, layers x width^2 float32 weights
+    layers = (torch.nn.Linear(width, width, bias=False) for _ in range(sizes.large_layers))
+    module = ManySmall(sizes.small_constants) if model == "many-small" else torch.nn.Sequential(*layers)
     with torch.no_grad():
-        exported = torch.export.export(module.eval(), (example,))
+        exported = torch.export.export(module.eval(), (torch.randn(1, 16 if model == "many-small" else width),))
     edge = to_edge_transform_and_lower(exported)
-    meter = Meter()
-    if executorch_device_guard.status().patched:
-        meter_sites(meter)
+    meter = meter_sites()
     wall, cpu = time.perf_counter(), time.process_time()
     program = edge.to_executorch()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    print(
-        json.dumps(
-            {
-                "wall": wall,
-                "cpu": cpu,
-                "guard": meter.seconds,
-                "constants": len(exported.state_dict) + len(exported.constants),
-                "pte_bytes": len(program.buffer),
-                "patched": len(executorch_device_guard.status().patched),
-            }
-        )
-    )
+    constants = len(exported.state_dict) + len(exported.constants)
+    large = f"{constants} x {width}^2 float32, {len(program.buffer) / 1e6:.1f} MB .pte"
+    what = f"{constants} constants of 16 floats" if model == "many-small" else large
+    emit({"wall": wall, "cpu": cpu, "guard": meter.seconds, "what": what})
 
 
-def to_executorch_rows(sizes: Sizes, pairs: int, quick: bool) -> List[Row]:
-    rows = []
-    for model in ("many-small", "few-large"):
-        info: dict = {}
-
-        def measure(guard: bool) -> Dict[str, float]:
-            argv = [__file__, "--child-to-executorch", model] + (["--quick"] if quick else [])
-            result = last_json(run_child(argv, guard))
-            check_guard(result, guard)
-            info.update(result)
-            return {"wall": result["wall"], "cpu": result["cpu"], "guard": result["guard"]}
-
-        timed = interleaved(measure, pairs)
-        what = (
-            f"{info['constants']} constants of 16 floats"
-            if model == "many-small"
-            else f"{info['constants']} x {sizes.large_width}^2 float32, {info['pte_bytes'] / 1e6:.1f} MB .pte"
-        )
-        rows.append(ratio_row(f"to_executorch(), {model} ({what}), wall", timed["wall"], seconds, 0.01))
-        rows.append(ratio_row(f"to_executorch(), {model}, CPU time", timed["cpu"], seconds, 0.01))
-        rows.append(own_time_row(f"to_executorch(), {model}, time in the guard's wrappers", timed, 0.01))
-    return rows
-
-
-# ---------------------------------------------------------------------------------------------
 # 2. XNNPACK lowering of many layers
-
-
 def xnnpack_child(layers: int, profile: bool) -> None:
-    """Child: exports `layers` x Linear(16, 16), then times its XNNPACK lowering and to_executorch().
-
-    16 x 16 keeps every constant small (1 KiB of weight, 64 B of bias), so the run is made of
-    per-constant work, the part that calls the guard's wrappers, rather than of copying bytes that
-    the guard never touches: the share it gives the guard is a worst case. A guarded child meters
-    the wrappers' own time in the same run, or with `profile` times every function with cProfile.
-    """
+    """Child: exports `layers` x Linear(16, 16), then times its XNNPACK lowering and to_executorch(). 16 x 16 keeps
+    every constant small (1 KiB of weight, 64 B of bias), so the run is made of per-constant work, the part that calls
+    the guard's wrappers, rather than of copying bytes that the guard never touches: the share it gives the guard is a
+    worst case. `profile` uses cProfile instead."""
     import cProfile
     import pstats
 
+    import executorch_device_guard
     import torch
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.exir import to_edge_transform_and_lower
-
-    import executorch_device_guard
 
     module = torch.nn.Sequential(*(torch.nn.Linear(16, 16) for _ in range(layers)))
     with torch.no_grad():
@@ -425,9 +347,7 @@ def xnnpack_child(layers: int, profile: bool) -> None:
     def lower() -> Any:
         return to_edge_transform_and_lower(exported, partitioner=[XnnpackPartitioner()]).to_executorch()
 
-    meter = Meter()
-    if executorch_device_guard.status().patched and not profile:
-        meter_sites(meter)
+    meter = meter_sites(active=not profile)
     profiler = cProfile.Profile()
     wall = time.perf_counter()
     profiler.runcall(lower) if profile else lower()
@@ -438,112 +358,70 @@ def xnnpack_child(layers: int, profile: bool) -> None:
         package = os.path.dirname(executorch_device_guard.__file__) + os.sep
         stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
         ours = {key: entry for key, entry in stats.items() if key[0].startswith(package)}
-        called = [
-            timing
-            for key, entry in stats.items()
-            if key[0] == "~"
-            for caller, timing in entry[4].items()
-            if caller in ours
-        ]
+        called = [t for key, entry in stats.items() if key[0] == "~" for c, t in entry[4].items() if c in ours]
         result["profiled"] = sum(entry[2] for entry in stats.values())
         result["package"] = sum(entry[2] for entry in list(ours.values()) + called)
         result["package_calls"] = sum(entry[1] for entry in ours.values())
-    result["patched"] = len(executorch_device_guard.status().patched)
-    print(json.dumps(result))
+    emit(result)
 
 
 def xnnpack_rows(sizes: Sizes) -> List[Row]:
-    """Per size, the guard's own share of one guarded run, metered in that run, so that the load of
-    a shared machine hits both parts of the share alike; then a cProfile of one size.
-
-    One guarded child per size and no unguarded ones: ExecuTorch's lowering grows faster than the
-    square of the layers (on 2 cores 2,000 take 4 minutes, 4,000 take 20), and an unguarded run next
-    to each would double the section's time for a whole-run ratio that run-to-run noise of 5-10%
-    would swamp.
-    """
+    """Per size, the guard's own share of one guarded run, metered in that run, so that the load of a shared machine
+    hits both parts of the share alike; then a cProfile of one size. No unguarded children: ExecuTorch's lowering grows
+    faster than the square of the layers (on 2 cores 2,000 take 4 minutes, 4,000 take 20), and an unguarded run next to
+    each would double the section's time for a whole-run ratio that run-to-run noise of 5-10% would swamp."""
     rows, shares, per_call = [], [], []
     for layers in sizes.xnnpack_layers:
-        on = last_json(run_child([__file__, "--child-xnnpack", str(layers)], True))
-        check_guard(on, True)
+        on = child_result(["--child-xnnpack", str(layers)], True)
         shares.append(f"{on['guard'] / on['wall'] * 100:.3f}%")
         per_call.append(f"{on['guard'] / on['calls'] * 1e6:.1f}")
         name = f"XNNPACK lowering + to_executorch(), {layers} x Linear(16, 16), time in the guard's wrappers"
         rows.append(share_row(f"{name} ({on['calls']} calls)", on["guard"], on["wall"], "wall", 0.01))
-    rows.append(
-        Row(
-            f"XNNPACK, the guard's share as layers grow ({' / '.join(map(str, sizes.xnnpack_layers))})",
-            " / ".join(shares),
-            " / ".join(per_call) + " us a call",
-            goal="flat as layers grow",
-        )
-    )
-
-    profiled = last_json(run_child([__file__, "--child-xnnpack", str(sizes.profile_layers), "--child-profile"], True))
-    check_guard(profiled, True)
+    name = f"XNNPACK, the guard's share as layers grow ({' / '.join(map(str, sizes.xnnpack_layers))})"
+    rows.append(Row(name, " / ".join(shares), " / ".join(per_call) + " us a call", goal="flat as layers grow"))
+    profiled = child_result(["--child-xnnpack", str(sizes.profile_layers), "--child-profile"], True)
     what = f"XNNPACK lowering + to_executorch(), {sizes.profile_layers} x Linear(16, 16), cProfile"
     name = f"{what}: the package's functions and their C calls ({profiled['package_calls']} calls)"
     rows.append(share_row(name, profiled["package"], profiled["profiled"], "profiled", 0.005))
     return rows
 
 
-# ---------------------------------------------------------------------------------------------
 # 3. Interpreter start
-
-
-def parse_importtime(stderr: str) -> List[Tuple[int, int, int, str]]:
-    """`-X importtime` lines as (self us, cumulative us, depth, module name)."""
-    entries = []
-    for line in stderr.splitlines():
-        if not line.startswith("import time:") or "[us]" in line:
-            continue
-        self_us, cumulative_us, name = line[len("import time:") :].split("|")
-        depth = (len(name) - len(name.lstrip()) - 1) // 2
-        entries.append((int(self_us), int(cumulative_us), depth, name.strip()))
-    return entries
-
-
-def startup_import(entries: Sequence[Tuple[int, int, int, str]]) -> Tuple[float, float, List[str]]:
-    """Seconds the startup line adds (cumulative, with the stdlib it pulls in), its own modules'
-    self time, and the torch/executorch modules imported at start (there should be none)."""
+def startup_import(importtime: str) -> Tuple[float, float, List[str]]:
+    """From `-X importtime` lines: seconds the startup line adds (cumulative, with the stdlib it pulls in),
+    its own modules' self time, and the torch/executorch modules imported at start (should be none)."""
+    entries = []  # (self us, cumulative us, depth, module name)
+    for line in importtime.splitlines():
+        if line.startswith("import time:") and "[us]" not in line:
+            self_us, cumulative_us, name = line[len("import time:") :].split("|")
+            entries.append((int(self_us), int(cumulative_us), (len(name) - len(name.lstrip()) - 1) // 2, name.strip()))
     ours = [e for e in entries if e[3] == PACKAGE or e[3].startswith(PACKAGE + ".")]
     top = min((e[2] for e in ours), default=0)
-    cumulative = sum(e[1] for e in ours if e[2] == top) / 1e6
-    self_time = sum(e[0] for e in ours) / 1e6
     heavy = [e[3] for e in entries if e[3].split(".")[0] in ("torch", "executorch")]
-    return cumulative, self_time, heavy
+    return sum(e[1] for e in ours if e[2] == top) / 1e6, sum(e[0] for e in ours) / 1e6, heavy
 
 
 def start_rows(sizes: Sizes) -> List[Row]:
     run_child(["-c", "pass"], True)  # warm-up: writes the package's bytecode cache once
-    cumulative, self_time, heavy = [], [], set()
-    for _ in range(sizes.start_runs):
-        c, s, h = startup_import(parse_importtime(run_child(["-X", "importtime", "-c", "pass"], True).stderr))
-        cumulative.append(c)
-        self_time.append(s)
-        heavy.update(h)
+    runs = [startup_import(run_child(["-X", "importtime", "-c", "pass"], True).stderr) for _ in range(sizes.start_runs)]
+    cumulative, self_time, heavy = [r[0] for r in runs], [r[1] for r in runs], {m for r in runs for m in r[2]}
 
-    starts = interleaved(lambda guard: timed_child(["-c", "pass"], guard), sizes.start_runs)
+    def measure(guard: bool) -> Dict[str, float]:
+        before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+        run_child(["-c", "pass"], guard)
+        wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
+        return {"wall": wall, "cpu": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime}
+
+    def under_1_ms(name: str, times: List[float]) -> Row:
+        mid, spread = median(times), f"{millis(min(times))} .. {millis(max(times))}"
+        return Row(f"interpreter start, {name}", millis(mid), spread=spread, goal="< 1 ms", met=verdict(mid < 1e-3))
+
+    starts = interleaved(measure, sizes.start_runs)
+    heavy_cell = ", ".join(sorted(heavy)) or "neither"
     return [
-        Row(
-            "interpreter start, import time the startup line adds (cumulative, incl. stdlib it imports)",
-            millis(statistics.median(cumulative)),
-            spread=f"{millis(min(cumulative))} .. {millis(max(cumulative))}",
-            goal="< 1 ms",
-            met="yes" if statistics.median(cumulative) < 1e-3 else "no",
-        ),
-        Row(
-            f"interpreter start, self time of {PACKAGE}.* modules",
-            millis(statistics.median(self_time)),
-            spread=f"{millis(min(self_time))} .. {millis(max(self_time))}",
-            goal="< 1 ms",
-            met="yes" if statistics.median(self_time) < 1e-3 else "no",
-        ),
-        Row(
-            "interpreter start, torch / executorch imported",
-            ", ".join(sorted(heavy)) or "neither",
-            goal="neither",
-            met="no" if heavy else "yes",
-        ),
+        under_1_ms("import time the startup line adds (cumulative, incl. stdlib it imports)", cumulative),
+        under_1_ms(f"self time of {PACKAGE}.* modules", self_time),
+        Row("interpreter start, torch / executorch imported", heavy_cell, goal="neither", met=verdict(not heavy)),
         # Both sides run the startup line (EXECUTORCH_DEVICE_GUARD=0 only skips install()), so these
         # isolate install(); their goal is the issue's "< 1 ms added".
         added_row("interpreter start, `python -c pass` guard on vs off, wall", starts["wall"], 1e-3),
@@ -551,18 +429,12 @@ def start_rows(sizes: Sizes) -> List[Row]:
     ]
 
 
-# ---------------------------------------------------------------------------------------------
 # 4. First import of executorch.exir
-
-
 def import_child() -> None:
-    """Child: times the first `import executorch.exir` (bench.py's own stdlib imports load first).
-
-    A guarded child also meters the guard's part: its finder, which sees every import, and the
-    patching that follows each guarded module's execution (not the module's own execution). That
-    reaches into _hook's internals, and status() loads only after the timed import, so that
-    nothing of the guard is imported ahead of it.
-    """
+    """Child: times the first `import executorch.exir` (bench.py's own stdlib imports load first). A guarded
+    child also meters the guard's part: its finder, which sees every import, and the patching that follows each
+    guarded module's execution (not the module's own execution). That reaches into _hook's internals, and
+    status() loads only after the timed import, so that nothing of the guard is imported ahead of it."""
     from executorch_device_guard import _hook
 
     meter = Meter()
@@ -579,86 +451,15 @@ def import_child() -> None:
     import executorch.exir  # noqa: F401
 
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    import executorch_device_guard
-
-    patched = len(executorch_device_guard.status().patched)
-    print(json.dumps({"wall": wall, "cpu": cpu, "guard": meter.seconds, "patched": patched}))
+    emit({"wall": wall, "cpu": cpu, "guard": meter.seconds})
 
 
-def import_rows(pairs: int) -> List[Row]:
-    def measure(guard: bool) -> Dict[str, float]:
-        result = last_json(run_child([__file__, "--child-import"], guard))
-        check_guard(result, guard)
-        return {"wall": result["wall"], "cpu": result["cpu"], "guard": result["guard"]}
-
-    timed = interleaved(measure, pairs)
-    return [
-        ratio_row("first `import executorch.exir`, wall", timed["wall"], seconds, 0.01),
-        ratio_row("first `import executorch.exir`, CPU time", timed["cpu"], seconds, 0.01),
-        own_time_row("first `import executorch.exir`, time in the guard's finder and patching", timed, 0.01),
-    ]
-
-
-# ---------------------------------------------------------------------------------------------
-# 5. GPU: host copies of plain data
-
-
-def gpu_rows(sizes: Sizes, pairs: int) -> List[Row]:
-    """NamedDataStore.add_named_data() of a CUDA tensor, which the guard copies to the host with
-    tensor.cpu(), next to the same call handed tensor.cpu() by its caller: the guard's copy should
-    cost no more than the caller's own.
-
-    Each timing is one call between two synchronizations; the pairs alternate the two, and the
-    ratio is guarded GB/s over the caller's-copy GB/s.
-    """
-    import torch
-
-    if not torch.cuda.is_available():
-        return [Row("GPU section", "skipped: CUDA not available")]
-    from executorch.exir._serialize._named_data_store import NamedDataStore
-
-    import executorch_device_guard
-
-    executorch_device_guard.install()
-    contiguous = torch.randn(sizes.gpu_shape, device="cuda")
-    channels_last = contiguous.contiguous(memory_format=torch.channels_last)
-    rows = []
-    for layout, tensor in (("contiguous", contiguous), ("channels-last", channels_last)):
-        nbytes = tensor.untyped_storage().nbytes()
-
-        def measure(guarded: bool) -> Dict[str, float]:
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            NamedDataStore().add_named_data("w", tensor if guarded else tensor.cpu())
-            torch.cuda.synchronize()
-            return {"wall": time.perf_counter() - start}
-
-        measure(True), measure(False)  # warm-up: allocator, lazy imports
-        timed = interleaved(measure, pairs)["wall"]
-        throughput = 1 / timed.ratio
-        rows.append(
-            Row(
-                f"GPU {layout} {nbytes / 2**20:.3g} MiB, add_named_data(cuda tensor)",
-                f"{nbytes / statistics.median(timed.on) / 1e9:.2f} GB/s",
-                f"{nbytes / statistics.median(timed.off) / 1e9:.2f} GB/s (add_named_data(tensor.cpu()))",
-                f"{throughput:.3f}",
-                timed.spread(invert=True),
-                timed.noise_cell(),
-                ">= 0.90 x the caller's copy",
-                "yes" if throughput >= 0.90 else "no",
-            )
-        )
-    return rows
-
-
+# 5. Named data and the GPU: host copies of plain data
 def named_data_rows(sizes: Sizes, pairs: int) -> List[Row]:
-    """NamedDataStore.add_named_data() end to end, in this process, for dense layouts.
-
-    Channels-last next to contiguous, on the host, simulated on cuda:0 and (with CUDA) on the GPU:
-    the guarded store copies device data once and reads a channels-last storage in one piece, so
-    both layouts should store at the same speed. Then next to upstream's own path (the guard
-    uninstalled), which reads a channels-last storage one byte per Python call.
-    """
+    """NamedDataStore.add_named_data() end to end, in this process, for dense layouts: channels-last next to contiguous,
+    on the host, simulated on cuda:0 and (with CUDA) on the GPU: the guarded store copies device data once and reads a
+    channels-last storage in one piece, so both layouts should store at the same speed. Then next to upstream's own path
+    (the guard uninstalled), which reads a channels-last storage one byte per Python call."""
     import executorch.exir._serialize._named_data_store as named_data_store
     import executorch_device_guard as guard
     import torch
@@ -669,99 +470,71 @@ def named_data_rows(sizes: Sizes, pairs: int) -> List[Row]:
     def store(tensor: Any) -> None:
         named_data_store.NamedDataStore().add_named_data("w", tensor)
 
-    def timed(fn: Callable[[], object], cuda: bool) -> float:
-        if cuda:
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        fn()
-        if cuda:
-            torch.cuda.synchronize()
-        return time.perf_counter() - start
-
     guard.install()
     places = [("host", sizes.named_shape), ("simulated cuda:0", sizes.named_shape)]
     if torch.cuda.is_available():
         places.append(("cuda", sizes.gpu_shape))
     rows = []
     for place, shape in places:
-        on_gpu = place == "cuda"
-        contiguous = torch.randn(shape, device="cuda" if on_gpu else "cpu")
+        contiguous = torch.randn(shape, device="cuda" if place == "cuda" else "cpu")
         channels_last = contiguous.contiguous(memory_format=torch.channels_last)
         channels_last_3d = contiguous.unsqueeze(2).contiguous(memory_format=torch.channels_last_3d)
         if place == "simulated cuda:0":
             contiguous, channels_last = simulate_device(contiguous), simulate_device(channels_last)
         nbytes = contiguous.untyped_storage().nbytes()
-
-        def measure(layout_channels_last: bool) -> Dict[str, float]:
-            return {"wall": timed(lambda: store(channels_last if layout_channels_last else contiguous), on_gpu)}
-
-        measure(True), measure(False)  # warm-up
-        both = interleaved(measure, pairs)["wall"]
-        throughput = 1 / both.ratio
-        met = "yes" if throughput >= 0.90 else "no, within noise" if 1 - throughput <= (both.noise or 0) else "no"
-        rows.append(
-            Row(
-                f"named data {place} {nbytes / 2**20:.3g} MiB, add_named_data() channels-last vs contiguous",
-                f"{nbytes / statistics.median(both.on) / 1e9:.2f} GB/s ({millis(statistics.median(both.on))})",
-                f"{nbytes / statistics.median(both.off) / 1e9:.2f} GB/s (contiguous)",
-                f"{throughput:.3f}",
-                both.spread(invert=True),
-                both.noise_cell(),
-                ">= 0.90 x contiguous GB/s",
-                met,
-            )
-        )
+        both = in_process(lambda on: store(channels_last if on else contiguous), pairs, place == "cuda")
+        name = f"named data {place} {nbytes / 2**20:.3g} MiB, add_named_data() channels-last vs contiguous"
+        rows.append(throughput_row(name, nbytes, both, "contiguous", "contiguous GB/s", True))
         if place == "host":
             # TensorLayout refuses 5-D channels-last named data; its bytes come from the same read.
-            def to_bytes() -> object:
-                return named_data_store._tensor_to_bytes(channels_last_3d)
-
-            took = statistics.median(timed(to_bytes, False) for _ in range(pairs))
-            rows.append(
-                Row(
-                    f"named data host {nbytes / 2**20:.3g} MiB, channels-last-3d, _tensor_to_bytes(): time",
-                    millis(took),
-                    goal="< 500 ms",
-                    met="yes" if took < 0.5 else "no",
-                )
-            )
+            took = median(timed_call(lambda: named_data_store._tensor_to_bytes(channels_last_3d)) for _ in range(pairs))
+            name = f"named data host {nbytes / 2**20:.3g} MiB, channels-last-3d, _tensor_to_bytes(): time"
+            rows.append(Row(name, millis(took), goal="< 500 ms", met=verdict(took < 0.5)))
 
     small = torch.randn(sizes.per_byte_shape).contiguous(memory_format=torch.channels_last)
     nbytes = small.untyped_storage().nbytes()
 
     def guarded_or_upstream(guarded: bool) -> Dict[str, float]:
         guard.install() if guarded else guard.uninstall()
-        return {"wall": timed(lambda: store(small), False)}
+        return {"wall": timed_call(lambda: store(small))}
 
     versus = interleaved(guarded_or_upstream, min(pairs, 3))["wall"]
     guard.install()
-    rows.append(
-        Row(
-            f"named data host {nbytes / 2**20:.3g} MiB channels-last, add_named_data() guarded vs upstream",
-            millis(statistics.median(versus.on)),
-            f"{seconds(statistics.median(versus.off))} (upstream: a Python call a byte)",
-            f"{versus.ratio:.4f}",
-            versus.spread(),
-            versus.noise_cell(),
-            "faster",
-            "yes" if versus.ratio < 1 else "no",
-        )
-    )
+    name = f"named data host {nbytes / 2**20:.3g} MiB channels-last, add_named_data() guarded vs upstream"
+    upstream = f"{seconds(median(versus.off))} (upstream: a Python call a byte)"
+    cells = millis(median(versus.on)), upstream, f"{versus.ratio:.4f}", *versus.cells()
+    return rows + [Row(name, *cells, "faster", verdict(versus.ratio < 1))]
+
+
+def gpu_rows(sizes: Sizes, pairs: int) -> List[Row]:
+    """NamedDataStore.add_named_data() of a CUDA tensor, which the guard copies to the host with tensor.cpu(), next to
+    the same call handed tensor.cpu() by its caller: the guard's copy should cost no more than the caller's own."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return [Row("GPU section", "skipped: CUDA not available")]
+    import executorch_device_guard
+    from executorch.exir._serialize._named_data_store import NamedDataStore
+
+    executorch_device_guard.install()
+    contiguous = torch.randn(sizes.gpu_shape, device="cuda")
+    channels_last = contiguous.contiguous(memory_format=torch.channels_last)
+    rows = []
+    for layout, tensor in (("contiguous", contiguous), ("channels-last", channels_last)):
+        nbytes = tensor.untyped_storage().nbytes()
+        timed = in_process(lambda on: NamedDataStore().add_named_data("w", tensor if on else tensor.cpu()), pairs, True)
+        name = f"GPU {layout} {nbytes / 2**20:.3g} MiB, add_named_data(cuda tensor)"
+        rows.append(throughput_row(name, nbytes, timed, "add_named_data(tensor.cpu())", "the caller's copy", False))
     return rows
 
 
-# ---------------------------------------------------------------------------------------------
-
-
 def machine() -> str:
-    """One line naming the machine and versions, for the results file."""
     from importlib import metadata
 
     with open("/proc/cpuinfo") as f:
         cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "?")
     line = f"{cpu}, {os.cpu_count()} cores, Python {sys.version.split()[0]}"
-    for name in ("torch", "executorch", "executorch-device-guard"):
-        line += f", {name} {metadata.version(name)}"
+    line += "".join(f", {name} {metadata.version(name)}" for name in ("torch", "executorch", "executorch-device-guard"))
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available():
         line += f", {torch.cuda.get_device_name()}"
@@ -770,35 +543,34 @@ def machine() -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="tiny sizes, one pair: the smoke test")
-    parser.add_argument(
-        "--pairs", type=int, help="guarded/unguarded pairs per measurement (default 7, quick 1; GPU at least 5)"
-    )
-    parser.add_argument("--section", choices=("all", "cpu", "xnnpack", "gpu"), default="all")
-    parser.add_argument("--out", help="also write the table (markdown) to this file")
-    parser.add_argument("--child-to-executorch", choices=("many-small", "few-large"), help=argparse.SUPPRESS)
-    parser.add_argument("--child-import", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--child-xnnpack", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--child-profile", action="store_true", help=argparse.SUPPRESS)
+    add = parser.add_argument
+    add("--quick", action="store_true", help="tiny sizes, one pair: the smoke test")
+    add("--pairs", type=int, help="guarded/unguarded pairs per measurement (default 7, quick 1; GPU at least 5)")
+    add("--section", choices=("all", "cpu", "xnnpack", "gpu"), default="all")
+    add("--out", help="also write the table (markdown) to this file")
+    add("--child-to-executorch", choices=("many-small", "few-large"), help=argparse.SUPPRESS)
+    add("--child-import", action="store_true", help=argparse.SUPPRESS)
+    add("--child-xnnpack", type=int, help=argparse.SUPPRESS)
+    add("--child-profile", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     if args.child_to_executorch:
         to_executorch_child(args.child_to_executorch, sizes)
-        return 0
-    if args.child_import:
+    elif args.child_import:
         import_child()
-        return 0
-    if args.child_xnnpack:
+    elif args.child_xnnpack:
         xnnpack_child(args.child_xnnpack, args.child_profile)
+    if args.child_to_executorch or args.child_import or args.child_xnnpack:
         return 0
     pairs = args.pairs or (1 if args.quick else 7)
-
     started = time.perf_counter()
     rows: List[Row] = []
     if args.section in ("all", "cpu"):
         rows += start_rows(sizes)
-        rows += to_executorch_rows(sizes, pairs, args.quick)
-        rows += import_rows(pairs)
+        for model in ("many-small", "few-large"):
+            argv = ["--child-to-executorch", model] + (["--quick"] if args.quick else [])
+            rows += child_rows(argv, pairs, f"to_executorch(), {model}", "wrappers")
+        rows += child_rows(["--child-import"], pairs, "first `import executorch.exir`", "finder and patching")
     if args.section in ("all", "cpu", "xnnpack"):
         rows += xnnpack_rows(sizes)
     if args.section in ("all", "cpu", "gpu"):

@@ -14,9 +14,7 @@ pass only with the guard: test_sites.py runs each in a child with the guard off,
 
 import os
 import re
-import sys
 import unittest
-from pathlib import Path
 from typing import List
 
 import torch
@@ -34,10 +32,42 @@ from executorch.exir.error import InternalError
 from simulated_device import simulate_device
 from torch.export import export
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "exir" / "emit" / "test"))
-from test_emit_device_constants import WithBuffer, WithConstant, WithEmpty, linear  # noqa: E402
-
 ON_CUDA = "is on cuda:0, but ExecuTorch serializes constants from host memory"
+
+
+class WithBuffer(torch.nn.Module):
+    offset: torch.Tensor
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("offset", torch.arange(4.0))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.offset
+
+
+class WithConstant(torch.nn.Module):
+    def __init__(self, device: str) -> None:
+        super().__init__()
+        self.table = torch.arange(4.0, device=device)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.table
+
+
+class WithEmpty(torch.nn.Module):
+    empty: torch.Tensor
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("empty", torch.empty(2, 0))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat((x, self.empty), dim=1)
+
+
+def linear() -> torch.nn.Module:
+    return torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()
 
 
 def stored(tensor: torch.Tensor) -> NamedDataStoreOutput:

@@ -7,14 +7,17 @@
 """Without the guard, the series' tests and the package's simulated-device tests fail as ExecuTorch
 does today, so each of them can fail.
 
-They run in-process against the guard in CI. Here each runs in a child pytest with
-EXECUTORCH_DEVICE_GUARD=0 and must crash (SIGSEGV) or fail with the installed release's error; the
-few that check what must keep working pass either way. CUDA tests run in children only on a
-machine with a GPU; tests that do not apply to the release (conftest.py) do not run.
+They pass against the guard in CI (test_series.py, test_device_sites.py). Here each runs in a child
+pytest with EXECUTORCH_DEVICE_GUARD=0 and must crash (SIGSEGV) or fail with the installed release's
+error; the few that check what must keep working pass either way. The series' tests run in a copy
+of the installed ExecuTorch with the series' test files applied (on releases whose test files the
+hunks apply to). CUDA tests run in children only on a machine with a GPU; tests that do not apply
+to the release (conftest.py) do not run.
 """
 
 import ast
 import json
+import subprocess
 import tempfile
 import unittest
 from pathlib import Path
@@ -22,18 +25,9 @@ from pathlib import Path
 import torch
 from conftest import not_applicable, RELEASE
 from executorch_device_guard._selfcheck import run_child, SIGSEGV
+from upstream import check, suites
 
 REPO = Path(__file__).resolve().parents[1]
-TESTS = (
-    "exir/emit/test/test_emit_device_constants.py",
-    "exir/_serialize/test/test_named_data_views.py",
-    "devtools/bundled_program/test/test_bundle_device_data.py",
-    "exir/_serialize/test/test_named_data_device.py",
-    "backends/xnnpack/test/test_xnnpack_device_constants.py",
-    "backends/vulkan/test/test_vulkan_device_constants.py",
-    "exir/program/test/test_program_device.py",
-    "test/test_device_sites.py",
-)
 CUDA = torch.cuda.is_available()
 PASSES = (0, "1 passed")
 NULL = (1, "NULL pointer access")
@@ -84,6 +78,7 @@ _FORKED = """
 import json, os, sys
 os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
 import pytest, torch
+sys.path.insert(0, {site!r})
 import executorch.exir
 import executorch.devtools.bundled_program.core
 import executorch.backends.xnnpack.partition.xnnpack_partitioner
@@ -94,35 +89,45 @@ for index, test in enumerate({tests!r}):
         with open(os.path.join({out!r}, str(index)), "w") as out:
             os.dup2(out.fileno(), 1)
             os.dup2(out.fileno(), 2)
-            status = pytest.main(["-q", "-p", "no:cacheprovider", "--rootdir", {root!r}, test])
+            status = pytest.main(["-q", "-p", "no:cacheprovider", "--rootdir", os.path.dirname(test.split("::")[0]), test])
             sys.stdout.flush()
             os._exit(int(status))
     print(json.dumps(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])), flush=True)
 """
 
 
-def device_tests() -> dict:
-    """'Class::test' -> the file that defines it, for every test method of TESTS."""
+def device_tests(site: Path) -> dict:
+    """'Class::test' -> its file, for the package's simulated-device tests and, where the series'
+    test files apply to a copy of the installed ExecuTorch in `site`, the series' tests there."""
+    tree = check.copy_package(suites.executorch_root(), site)
+    command = ["git", "apply", f"--include={check.TEST_FILE}"]
+    applied = all(
+        subprocess.run([*command, str(patch.path)], cwd=tree, capture_output=True).returncode == 0
+        for patch in check.read_series()
+    )
+    ids = [test for patch in check.read_series() for test in patch.tests] if applied else []
+    sources = [(tree / path, name) for path, _, name in (test.partition("::") for test in ids)]
     found = {}
-    for path in TESTS:
-        for node in ast.parse((REPO / path).read_text()).body:
-            if isinstance(node, ast.ClassDef):
+    for file, name in [*sources, (REPO / "test/test_device_sites.py", "")]:
+        for node in ast.parse(file.read_text()).body:
+            if isinstance(node, ast.ClassDef) and name in ("", node.name):
                 for item in node.body:
                     if isinstance(item, ast.FunctionDef) and item.name.startswith("test_"):
-                        found[f"{node.name}::{item.name}"] = path
+                        found[f"{node.name}::{item.name}"] = str(file)
     return found
 
 
 class TestUnguardedSites(unittest.TestCase):
     def test_every_device_test_fails_or_crashes_without_the_guard(self) -> None:
-        found = device_tests()
-        self.assertEqual(sorted(found), sorted(UNGUARDED))
-        tests = [
-            test for test in found
-            if (CUDA or "cuda" not in test.lower()) and not_applicable(f"{found[test]}::{test}") is None
-        ]
-        with tempfile.TemporaryDirectory() as out:
-            script = _FORKED.format(tests=[f"{REPO / found[t]}::{t}" for t in tests], out=out, root=str(REPO))
+        with tempfile.TemporaryDirectory() as site, tempfile.TemporaryDirectory() as out:
+            found = device_tests(Path(site))
+            series_applies = any("TestSimulatedDevice" not in test for test in found)
+            self.assertEqual(sorted(found), sorted(t for t in UNGUARDED if series_applies or "Simulated" in t))
+            tests = [
+                test for test in found
+                if (CUDA or "cuda" not in test.lower()) and not_applicable(f"test/test_device_sites.py::{test}") is None
+            ]
+            script = _FORKED.format(tests=[f"{found[t]}::{t}" for t in tests], out=out, site=site)
             returncode, stdout, stderr = run_child(script, guard=False)
             self.assertEqual(returncode, 0, stderr[-3000:])
             statuses = [json.loads(line) for line in stdout.splitlines()]

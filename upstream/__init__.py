@@ -4,6 +4,5 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""Tools for the upstream patch series, run from the repository root as modules:
-python -m upstream.generate, upstream.check, upstream.buck, upstream.lint, upstream.suites,
-upstream.compat."""
+"""The upstream series' tools, run from the repository root: python -m upstream.series, upstream.check,
+upstream.lint, upstream.suites, upstream.compat."""

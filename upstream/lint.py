@@ -7,9 +7,9 @@
 """Runs upstream's lintrunner linters on the files that the patch series adds or changes.
 
 Upstream's CI lints changed files with lintrunner, its .lintrunner.toml and the tools pinned in
-requirements-lintrunner.txt (lintrunner itself is pinned in .github/workflows/lint.yml). This does
-the same in a scratch git repository holding upstream's config at a revision and the given files at
-their repository paths, so that the config's include and exclude patterns apply as upstream's do.
+requirements-lintrunner.txt (lintrunner itself is pinned in .github/workflows/lint.yml). This does the same in a
+scratch git repository holding upstream's config at a revision and the given files at their repository paths, so
+that the config's include and exclude patterns apply as upstream's do.
 
     python -m upstream.lint --setup VENV --git-dir DIR --ref main    # once, needs PyPI
     python -m upstream.lint --git-dir DIR --ref main --python VENV/bin/python exir/x.py=FILE ...
@@ -27,41 +27,32 @@ import time
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-# NEWLINE reports extra blank lines at the end and CRLF, not a missing final newline. ETCAPITAL's
-# and TORCH_AO_IMPORT's patterns use Perl's `(?!` and `(?:`, but lintrunner-adapters 0.14.1 runs
-# `grep -E`, which reads them as `(!` and `(:`: they miss real code, here as in upstream's CI, so
-# perl_matches() also applies them as meant.
+# NEWLINE reports extra blank lines at the end and CRLF, not a missing final newline. ETCAPITAL's and
+# TORCH_AO_IMPORT's patterns use Perl's `(?!` and `(?:`, but lintrunner-adapters 0.14.1 runs `grep -E`, which reads
+# them as `(!` and `(:`: they miss real code, here as in upstream's CI, so run_lintrunner also applies them as meant.
 LINTERS = ("FLAKE8", "UFMT", "NEWLINE", "ETCAPITAL", "LICENSELINT", "TORCH_AO_IMPORT")
-# What the six linters read at the repository root: lintrunner's config, flake8's settings,
-# usort's and black's ([tool.usort], [tool.black]) and the pins that their init commands install.
+# What the linters read at the root: lintrunner's config, flake8's, usort's and black's settings, their init's pins.
 CONFIG = (".lintrunner.toml", ".flake8", "pyproject.toml", "requirements-lintrunner.txt")
 WORKFLOW = ".github/workflows/lint.yml"  # where upstream pins lintrunner and lintrunner-adapters
+GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}  # no user or system git config
+TAKE = ("--configs", ".lintrunner.toml", "--take", ",".join(LINTERS))
 
 
-def _show(git_dir: str, ref: str, path: str) -> str:
-    command = ["git", "--git-dir", git_dir, "show", f"{ref}:{path}"]
-    return subprocess.run(command, capture_output=True, text=True, check=True).stdout
-
-
-# No user or system git config, which could change what git reports to lintrunner.
-GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+def _git(git_dir: str, *args: str) -> str:
+    return subprocess.run(["git", "--git-dir", git_dir, *args], capture_output=True, text=True, check=True).stdout
 
 
 def _env(python: str, data: Path) -> Dict[str, str]:
     """The venv's bin first on PATH: upstream's linters run as `python -m lintrunner_adapters`.
     lintrunner 0.12.7 ignores --data-path: XDG_DATA_HOME keeps its run records out of ~/.local."""
     bin_dir = Path(python).parent  # not resolved: the venv's python is a link to the base one
-    return {
-        **GIT_ENV,
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-        "VIRTUAL_ENV": str(bin_dir.parent),
-        "XDG_DATA_HOME": str(data),
-    }
+    return {**GIT_ENV, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+            "VIRTUAL_ENV": str(bin_dir.parent), "XDG_DATA_HOME": str(data)}
 
 
 def tool_pins(git_dir: str, ref: str) -> List[str]:
     """lintrunner and lintrunner-adapters as upstream's lint workflow installs them."""
-    text = _show(git_dir, ref, WORKFLOW)
+    text = _git(git_dir, "show", f"{ref}:{WORKFLOW}")
     pins = list(dict.fromkeys(re.findall(r"\blintrunner(?:-adapters)?==[\w.]+", text)))
     if len(pins) != 2:
         raise ValueError(f"{WORKFLOW} at {ref} pins {pins}, not lintrunner and lintrunner-adapters")
@@ -74,14 +65,12 @@ def _canonical(pin: str) -> str:
 
 
 def make_repo(git_dir: str, ref: str, files: Mapping[str, Path], repo: Path) -> None:
-    """A new git repository at `repo`: upstream's CONFIG at `ref`, committed on main, then `files`
-    at their paths, added: lintrunner lints inside a repository and reads its settings from the
-    root."""
+    """A new git repository at `repo` (lintrunner lints inside one, with the settings at its root): upstream's CONFIG
+    at `ref` committed on main, whose merge base lintrunner init asks for, then `files` at their paths, added."""
     repo.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True, env=GIT_ENV)
     for path in CONFIG:
-        (repo / path).write_text(_show(git_dir, ref, path))
-    # A commit on main: lintrunner init asks for the merge base with main (merge_base_with).
+        (repo / path).write_text(_git(git_dir, "show", f"{ref}:{path}"))
     identity = ["-c", "user.name=lint", "-c", "user.email=lint@localhost"]
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True, env=GIT_ENV)
     subprocess.run(["git", *identity, "commit", "-q", "-m", "config"], cwd=repo, check=True, env=GIT_ENV)
@@ -91,77 +80,42 @@ def make_repo(git_dir: str, ref: str, files: Mapping[str, Path], repo: Path) -> 
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True, env=GIT_ENV)
 
 
-def setup(venv: Path, git_dir: str, ref: str) -> str:
-    """Creates `venv` with upstream's lintrunner pins and runs `lintrunner init` for LINTERS, which
-    pip-installs requirements-lintrunner.txt: later runs need no network. Returns its python."""
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = str(venv / "bin" / "python")
-    subprocess.run([python, "-m", "pip", "install", *tool_pins(git_dir, ref)], check=True)
-    with tempfile.TemporaryDirectory() as scratch:
-        repo = Path(scratch) / "repo"
-        make_repo(git_dir, ref, {}, repo)
-        command = [str(venv / "bin" / "lintrunner"), "init", "--configs", ".lintrunner.toml",
-                   "--take", ",".join(LINTERS)]
-        subprocess.run(command, cwd=repo, env=_env(python, Path(scratch) / "data"), check=True)
-    return python
-
-
-def run_lintrunner(
-    git_dir: str, ref: str, files: Mapping[str, Path], workdir: Path, python: str
-) -> Tuple[bool, str]:
-    """Lints `files` (repository path -> file on disk) as upstream's CI would at `ref`, in
-    `workdir` (new or empty). Returns whether lintrunner exited 0 with no lint message and every
-    tool at upstream's pin, and a report: revision, tool versions, the command and its output."""
+def run_lintrunner(git_dir: str, ref: str, files: Mapping[str, Path], workdir: Path, python: str) -> Tuple[bool, str]:
+    """Lints `files` (repository path -> file on disk) as upstream's CI would at `ref`, in `workdir` (new or empty):
+    whether lintrunner exited 0, no lint message, every tool at upstream's pin; a report of revision, tools, output."""
     repo, tee = workdir / "repo", workdir / "lint.json"
     make_repo(git_dir, ref, files, repo)
-    commit = subprocess.run(["git", "--git-dir", git_dir, "log", "-1", "--format=%h %cs", ref],
-                            capture_output=True, text=True, check=True).stdout.strip()
-    code = ("import importlib.metadata as m\n"
-            "for d in m.distributions(): print(f\"{d.metadata['Name']}=={d.version}\")")
-    listed = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
-    installed = {_canonical(line) for line in listed.stdout.split()}
+    commit = _git(git_dir, "log", "-1", "--format=%h %cs", ref).strip()
+    code = "import importlib.metadata as m\nfor d in m.distributions(): print(f\"{d.metadata['Name']}=={d.version}\")"
+    listed = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout
+    installed = {_canonical(line) for line in listed.split()}
     requirements = (repo / "requirements-lintrunner.txt").read_text()
     pins = tool_pins(git_dir, ref) + re.findall(r"^([\w.-]+==[^\s#;]+)", requirements, re.M)
     stale = [pin for pin in pins if _canonical(pin) not in installed]
     head = [f"upstream {ref} ({commit}): {', '.join(CONFIG)}", f"tools: {', '.join(pins)}"]
     if stale:  # not upstream's setup: its result would not count
         return False, f"{head[0]}\nnot installed in {python} (run --setup): {', '.join(stale)}"
-    command = ["lintrunner", "--configs", ".lintrunner.toml", "--take", ",".join(LINTERS),
-               "--tee-json", str(tee), *sorted(files)]
+    command = ["lintrunner", *TAKE, "--tee-json", str(tee), *sorted(files)]
     start = time.monotonic()
     result = subprocess.run([str(Path(python).parent / command[0]), *command[1:]], cwd=repo,
                             env=_env(python, workdir / "data"), capture_output=True, text=True)
     seconds = time.monotonic() - start
     messages = tee.read_text().splitlines() if tee.exists() else []
-    found = perl_matches(repo, files)
-    lines = [
-        *head,
-        f"$ cd {repo} && {shlex.join(command)}",
-        f"exit {result.returncode}, {len(messages)} lint messages, {seconds:.1f} s",
-        (result.stdout + result.stderr).rstrip(),
-        f"the grep linters' patterns as meant (Python re), on the same files: {len(found)} match(es)",
-        *found,
-    ]
-    return result.returncode == 0 and not messages and not found, "\n".join(lines)
-
-
-def perl_matches(repo: Path, files: Mapping[str, Path]) -> List[str]:
-    """The grep_linter patterns of LINTERS matched as their authors meant them (Perl syntax, which
-    grep -E misreads), over every given file: 'linter path:line: text' for each match."""
     import tomllib  # Python 3.11; only the maintainers' full check gets here
-
+    # The grep linters' patterns as meant (see LINTERS); ETCAPITAL's TOML literal string doubles backslashes (`\\W`).
     found = []
     for linter in tomllib.loads((repo / ".lintrunner.toml").read_text())["linter"]:
         patterns = [arg[len("--pattern="):] for arg in linter["command"] if arg.startswith("--pattern=")]
-        if linter["code"] not in LINTERS or "grep_linter" not in linter["command"] or not patterns:
-            continue
-        # ETCAPITAL's TOML literal string doubles its backslashes (`\\W`): read as meant.
-        pattern = re.compile(patterns[0].replace("\\\\", "\\"))
-        for path in sorted(files):
-            for number, text in enumerate((repo / path).read_text(errors="replace").splitlines(), 1):
-                if pattern.search(text):
-                    found.append(f"{linter['code']} {path}:{number}: {text.strip()}")
-    return found
+        if linter["code"] in LINTERS and "grep_linter" in linter["command"] and patterns:
+            pattern = re.compile(patterns[0].replace("\\\\", "\\"))
+            found += [f"{linter['code']} {path}:{number}: {text.strip()}" for path in sorted(files)
+                      for number, text in enumerate((repo / path).read_text(errors="replace").splitlines(), 1)
+                      if pattern.search(text)]
+    lines = [*head, f"$ cd {repo} && {shlex.join(command)}",
+             f"exit {result.returncode}, {len(messages)} lint messages, {seconds:.1f} s",
+             (result.stdout + result.stderr).rstrip(),
+             f"the grep linters' patterns as meant (Python re), on the same files: {len(found)} match(es)", *found]
+    return result.returncode == 0 and not messages and not found, "\n".join(lines)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -173,15 +127,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--workdir", type=Path, help="a new folder to lint in (default: temporary)")
     parser.add_argument("files", nargs="*", metavar="PATH=FILE", help="repository path = file")
     args = parser.parse_args(argv)
-    if args.setup:
-        print(f"linters' python: {setup(args.setup, args.git_dir, args.ref)}")
+    if args.setup:  # upstream's lintrunner pins; `lintrunner init` pip-installs the linters: later runs need no network
+        subprocess.run([sys.executable, "-m", "venv", str(args.setup)], check=True)
+        python = str(args.setup / "bin" / "python")
+        subprocess.run([python, "-m", "pip", "install", *tool_pins(args.git_dir, args.ref)], check=True)
+        with tempfile.TemporaryDirectory() as scratch:
+            make_repo(args.git_dir, args.ref, {}, Path(scratch) / "repo")
+            command = [str(args.setup / "bin" / "lintrunner"), "init", *TAKE]
+            subprocess.run(command, cwd=Path(scratch) / "repo", env=_env(python, Path(scratch) / "data"), check=True)
+        print(f"linters' python: {python}")
         return 0
     if not args.python or not args.files:
         parser.error("give --python and PATH=FILE arguments, or --setup VENV")
     files = {path: Path(file) for path, _, file in (f.partition("=") for f in args.files)}
     with tempfile.TemporaryDirectory() as scratch:
-        ok, report = run_lintrunner(args.git_dir, args.ref, files, args.workdir or Path(scratch),
-                                    args.python)
+        ok, report = run_lintrunner(args.git_dir, args.ref, files, args.workdir or Path(scratch), args.python)
     print(report)
     return 0 if ok else 1
 

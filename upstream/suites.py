@@ -4,21 +4,16 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""Runs upstream ExecuTorch tests with the guard on and off and compares per-test outcomes.
+"""Runs upstream ExecuTorch's own tests with the guard on and off and compares per-test outcomes.
 
-The tests ship inside the installed executorch wheel. Each suite runs twice in a pytest subprocess,
-with EXECUTORCH_DEVICE_GUARD=1 and =0; the startup .pth line then guards (or not) every pytest
-process, xdist workers included. The guard must not change any upstream outcome, so the script
-exits non-zero when one differs.
+The tests ship inside the installed executorch wheel. Each suite runs in a pytest subprocess with
+EXECUTORCH_DEVICE_GUARD=1 and with =0; the startup .pth line then guards (or not) every pytest
+process, xdist workers included. The guard must not change any upstream outcome: the exit status
+is 1 when one differs. upstream/check.py compares a patched and an unpatched copy the same way.
 
     python -m upstream.suites -n 2                       # the default suites
     python -m upstream.suites -n 2 exir/emit/test/test_emit.py
     python -m upstream.suites a/test_x.py::TestX::test_y,a/test_z.py   # one suite, two targets
-
-A suite is one or more pytest targets (files, folders or node ids), comma-separated, relative to
-the executorch package folder. upstream/check.py runs suites the same way, on patched and unpatched
-copies of ExecuTorch: it reuses environment(), run_pytest(), completed(), counts(), compare() and
-table(); upstream/compat.py reads the compat sessions' junit with parse_junit(), counts() and table().
 """
 
 import argparse
@@ -33,7 +28,6 @@ from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 _XNN_OPS = "backends/xnnpack/test/ops/"
-
 # Chosen to reach every guarded site (emitter constants, bundled tensors, named data, XNNPACK
 # weights and per-channel scales, Vulkan graph builder, and the three places where lowering fails
 # first: the verifiers, building the Edge program, ToOutVarPass) in minutes on 2 cores. Left out:
@@ -61,8 +55,6 @@ DEFAULT_SUITES: Tuple[str, ...] = (
     "exir/tests/test_passes.py",
     "exir/tests/test_verification.py,exir/verification/test/test_verifier.py",
 )
-
-ENV_VAR = "EXECUTORCH_DEVICE_GUARD"
 OUTCOMES = ("passed", "failed", "error", "skipped")
 # When junitxml lists a test twice (a call failure and a teardown error), the worst one counts.
 _SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
@@ -87,201 +79,128 @@ def executorch_root() -> Path:
 
 
 def environment(guard: bool, pythonpath: Optional[Path] = None) -> Dict[str, str]:
-    """This process's environment with the guard on or off, and `pythonpath` first on sys.path."""
-    env = dict(os.environ)
-    env[ENV_VAR] = "1" if guard else "0"
-    # Keep pytest's assertion rewriting from writing .pyc files into the installed wheel.
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    """This process's environment with the guard on or off, and `pythonpath` first on sys.path;
+    no .pyc files written into the installed wheel by pytest's assertion rewriting."""
+    env = {**os.environ, "EXECUTORCH_DEVICE_GUARD": "1" if guard else "0", "PYTHONDONTWRITEBYTECODE": "1"}
     if pythonpath is not None:
-        env["PYTHONPATH"] = os.pathsep.join(
-            [str(pythonpath)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
-        )
+        env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), *filter(None, [env.get("PYTHONPATH")])])
     return env
-
-
-def guard_is_active(guard: bool, cwd: str) -> bool:
-    """Whether a fresh interpreter with this env value wraps the emitter: what pytest will see."""
-    code = (
-        "import executorch.exir.emit._emitter as e; "
-        "print(hasattr(e._Emitter._tensor_spec_to_evalue, '__wrapped__'))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        env=environment(guard),
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    return out[-1:] == ["True"]
 
 
 def parse_junit(path: Path) -> Tuple[Dict[str, str], Dict[str, str]]:
     """Per-test outcome and first message line, keyed by 'dotted.module.Class::test'."""
     outcomes: Dict[str, str] = {}
     messages: Dict[str, str] = {}
-    if not path.exists():
-        return outcomes, messages
-    for case in ET.parse(path).getroot().iter("testcase"):
+    for case in ET.parse(path).getroot().iter("testcase") if path.exists() else ():
         test = f"{case.get('classname', '')}::{case.get('name', '')}"
         outcome, message = "passed", ""
         for child in case:
             if child.tag in ("failure", "error", "skipped"):
                 outcome = {"failure": "failed"}.get(child.tag, child.tag)
                 message = (child.get("message") or "").strip().partition("\n")[0]
-                # Collection and setup errors carry a generic message; the raised error is in
-                # the text's last "E   " line.
-                raised = [l[1:].strip() for l in (child.text or "").splitlines() if l[:2] == "E "]
-                if child.tag == "error" and raised:
-                    message = f"{message}: {raised[-1]}"
-                message = message[:200]
+                # Collection and setup errors carry a generic message; the raised error is in the last "E " line.
+                raised = [line[1:].strip() for line in (child.text or "").splitlines() if line[:2] == "E "]
+                message = (f"{message}: {raised[-1]}" if child.tag == "error" and raised else message)[:200]
         if _SEVERITY[outcome] >= _SEVERITY[outcomes.get(test, "passed")]:
-            outcomes[test] = outcome
-            messages[test] = message
+            outcomes[test], messages[test] = outcome, message
     return outcomes, messages
 
 
-def run_pytest(
-    root: Path,
-    targets: Sequence[str],
-    env: Dict[str, str],
-    workers: int,
-    timeout: float,
-    workdir: Path,
-    name: str = "pytest",
-) -> Run:
+def run_pytest(root: Path, targets: Sequence[str], env: Dict[str, str], workers: int, timeout: float, workdir: Path,
+               name: str) -> Run:
     """Runs the targets in a pytest subprocess with `env`, outside this repository's pytest
     configuration; junit XML and log go to workdir/<name>.xml and .log."""
-    xml = workdir / f"{name}.xml"
-    log = workdir / f"{name}.log"
+    xml, log = workdir / f"{name}.xml", workdir / f"{name}.log"
     command = [
-        sys.executable, "-m", "pytest",
-        "-c", os.devnull,  # no ini file: ignore any pyproject.toml/pytest.ini around the cwd
+        sys.executable, "-m", "pytest", "-c", os.devnull,  # no ini file from around the cwd
         "--rootdir", str(root),  # node ids relative to the executorch package
         "--import-mode=importlib",  # upstream test files share basenames (test_serialization.py)
-        "-p", "no:cacheprovider",
-        "-q", "-rA",
-        "--continue-on-collection-errors",
-        f"--junitxml={xml}",
+        "-p", "no:cacheprovider", "-q", "-rA", "--continue-on-collection-errors", f"--junitxml={xml}",
+        *(["-n", str(workers)] if workers > 0 else []), *(str(root / target) for target in targets),
     ]
-    if workers > 0:
-        command += ["-n", str(workers)]
-    command += [str(root / target) for target in targets]
     start = time.monotonic()
     with open(log, "w") as out:
         try:
-            returncode = subprocess.run(
-                command, env=env, cwd=workdir, stdout=out, stderr=subprocess.STDOUT,
-                timeout=timeout,
-            ).returncode
+            returncode = subprocess.run(command, env=env, cwd=workdir, stdout=out, stderr=subprocess.STDOUT,
+                                        timeout=timeout).returncode
         except subprocess.TimeoutExpired:
             returncode = -1
-    seconds = time.monotonic() - start
-    outcomes, messages = parse_junit(xml)
     tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
-    return Run(outcomes, messages, returncode, tail, seconds)
+    return Run(*parse_junit(xml), returncode, tail, time.monotonic() - start)
 
 
-def completed(run: Run) -> bool:
-    """pytest exits 0 or 1 after a complete run; anything else (or no junit) is broken."""
+def completed(run: Run) -> bool:  # pytest exits 0 or 1 after a complete run; anything else (or no junit) is broken
     return run.returncode in (0, 1) and bool(run.outcomes)
 
 
-def counts(outcomes: Dict[str, str]) -> str:
-    """Passed/failed/error/skipped counts, as in the results tables."""
+def counts(outcomes: Dict[str, str]) -> str:  # passed/failed/error/skipped, as in the results tables
     return "/".join(str(sum(1 for o in outcomes.values() if o == kind)) for kind in OUTCOMES)
 
 
-def label(spec: str) -> str:
-    """A suite's name in the table: the suite itself, or the folder of its several targets."""
-    targets = spec.split(",")
-    if len(targets) == 1:
-        return spec
-    common = os.path.commonpath([t.split("::")[0] for t in targets])
-    return f"{common}/ ({len(targets)} targets)"
-
-
-def compare(a: Run, b: Run, names: Tuple[str, str]) -> Tuple[List[str], List[str]]:
-    """Tests whose outcome differs between the runs, and tests that did not pass in either."""
-    differences: List[str] = []
-    both_failing: List[str] = []
-    for test in sorted(set(a.outcomes) | set(b.outcomes)):
-        x, y = a.outcomes.get(test, "absent"), b.outcomes.get(test, "absent")
-        if x != y:
-            differences.append(f"{test}: {names[0]} {x}, {names[1]} {y}  [{a.messages.get(test, '')}]")
-        elif x != "passed":
-            both_failing.append(f"{test}: {x}  [{a.messages.get(test, '')}]")
-    return differences, both_failing
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> List[str]:
-    """A markdown table with aligned columns."""
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> List[str]:  # markdown, columns aligned
     widths = [max(len(r[i]) for r in [*rows, headers]) for i in range(len(headers))]
-    return [
-        "| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths)) + " |"
-        for row in [headers, tuple("-" * w for w in widths), *rows]
-    ]
+    return ["| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths)) + " |"
+            for row in [headers, tuple("-" * w for w in widths), *rows]]
+
+
+class Comparison(NamedTuple):
+    rows: List[Tuple[str, ...]]  # suite, outcome counts per setup, identical?, seconds per setup
+    differences: List[str]
+    not_passed: List[str]  # the same outcome in both setups, but not passed
+    broken: List[str]  # runs that did not complete, with their log tails
+
+
+def compare(setups: Dict[str, Tuple[Path, Dict[str, str]]], suites: Sequence[str], workers: int, timeout: float,
+            workdir: Path, leave_out: Tuple[str, ...] = ()) -> Comparison:
+    """Each suite (comma-separated pytest targets) in both setups (name -> executorch folder, env); tests whose
+    junit names start with `leave_out` are not compared."""
+    result = Comparison([], [], [], [])
+    a, b = setups
+    for index, suite in enumerate(suites):
+        runs = [run_pytest(root, suite.split(","), env, workers, timeout, workdir, f"suite{index}-{name}")
+                for name, (root, env) in setups.items()]
+        result.broken.extend(f"{suite} [{name}]:\n{run.log_tail}" for name, run in zip(setups, runs)
+                             if not completed(run))
+        x, y = ({t: o for t, o in run.outcomes.items() if not t.startswith(leave_out)} for run in runs)
+        for test in sorted(set(x) | set(y)):
+            if x.get(test) != y.get(test):
+                result.differences.append(f"{test}: {a} {x.get(test, 'absent')}, {b} {y.get(test, 'absent')}  "
+                                          f"[{runs[0].messages.get(test) or runs[1].messages.get(test, '')}]")
+            elif x[test] != "passed":
+                result.not_passed.append(f"{test}: {x[test]}  [{runs[0].messages.get(test, '')}]")
+        targets = [target.split("::")[0] for target in suite.split(",")]
+        name = suite if len(targets) == 1 else f"{os.path.commonpath(targets)}/ ({len(targets)} targets)"
+        result.rows.append((name, counts(x), counts(y), "yes" if x == y else "NO",
+                            f"{runs[0].seconds:.0f} / {runs[1].seconds:.0f}"))
+    return result
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("suites", nargs="*", default=list(DEFAULT_SUITES),
-                        help="pytest targets relative to the executorch package; commas join "
-                             "several targets into one suite (default: the built-in suites)")
-    parser.add_argument("-n", "--workers", type=int, default=0,
-                        help="pytest-xdist workers per run (0: no xdist)")
-    parser.add_argument("--timeout", type=float, default=1800.0,
-                        help="seconds allowed for one pytest run")
+                        help="pytest targets relative to the executorch package; commas join several targets into "
+                             "one suite (default: the built-in suites)")
+    parser.add_argument("-n", "--workers", type=int, default=0, help="pytest-xdist workers per run (0: no xdist)")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds allowed for one pytest run")
     args = parser.parse_args(argv)
-
-    root = executorch_root()
-    started = time.monotonic()
-    print(f"executorch package: {root}")
+    root, started = executorch_root(), time.monotonic()
+    code = "import executorch.exir.emit._emitter as e; print(hasattr(e._Emitter._tensor_spec_to_evalue, '__wrapped__'))"
+    wrapped = [subprocess.run([sys.executable, "-c", code], env=environment(guard), capture_output=True, text=True)
+               .stdout.split()[-1:] == ["True"] for guard in (True, False)]
+    print(f"executorch package: {root}; the emitter wrapped with the guard on, off: {wrapped}")
+    if wrapped != [True, False]:
+        return 2
     with tempfile.TemporaryDirectory(prefix="upstream-") as tmp:
-        guarded_active = guard_is_active(True, tmp)
-        unguarded_active = guard_is_active(False, tmp)
-        print(f"sanity: {ENV_VAR}=1 emitter wrapped: {guarded_active}; "
-              f"{ENV_VAR}=0 emitter wrapped: {unguarded_active}")
-        if not guarded_active or unguarded_active:
-            print("the guard is not switched by the environment variable as expected")
-            return 2
-
-        rows: List[Tuple[str, str, str, str]] = []
-        differences: List[str] = []
-        both_failing: List[str] = []
-        broken = False
-        for index, spec in enumerate(args.suites):
-            targets = [t for t in spec.split(",") if t]
-            runs: Dict[bool, Run] = {}
-            for guard in (True, False):
-                mode = "guarded" if guard else "unguarded"
-                workdir = Path(tmp) / f"suite{index}-{'on' if guard else 'off'}"
-                workdir.mkdir()
-                runs[guard] = run_pytest(
-                    root, targets, environment(guard), args.workers, args.timeout, workdir, mode
-                )
-                run = runs[guard]
-                print(f"  {label(spec)} [{ENV_VAR}={int(guard)}]: exit {run.returncode}, "
-                      f"{len(run.outcomes)} tests, {run.seconds:.0f} s", flush=True)
-                if not completed(run):
-                    broken = True
-                    print(f"pytest did not complete:\n{run.log_tail}")
-            on, off = runs[True].outcomes, runs[False].outcomes
-            rows.append((label(spec), counts(on), counts(off), "yes" if on == off else "NO"))
-            differ, not_passed = compare(runs[True], runs[False], ("guarded", "unguarded"))
-            differences += differ
-            both_failing += not_passed
-
-    print()
-    print("\n".join(table(("suite", "guarded P/F/E/S", "unguarded P/F/E/S", "identical"), rows)))
+        result = compare({"guarded": (root, environment(True)), "unguarded": (root, environment(False))},
+                         args.suites, args.workers, args.timeout, Path(tmp))
+    print("\n".join(table(("suite", "guarded P/F/E/S", "unguarded P/F/E/S", "identical", "s, guarded / unguarded"),
+                          result.rows)))
     print(f"\ntotal time: {time.monotonic() - started:.0f} s")
-    if both_failing:
-        print("\nnot passed in either mode (same outcome both ways):")
-        print("\n".join(f"  {line}" for line in both_failing))
-    if differences:
-        print("\nOUTCOMES DIFFER:")
-        print("\n".join(f"  {line}" for line in differences))
-    return 1 if differences or broken else 0
+    for title, lines in (("not passed in either mode (same outcome both ways)", result.not_passed),
+                         ("OUTCOMES DIFFER", result.differences), ("pytest did not complete", result.broken)):
+        if lines:
+            print(f"\n{title}:\n" + "\n".join(f"  {line}" for line in lines))
+    return 1 if result.differences or result.broken else 0
 
 
 if __name__ == "__main__":
