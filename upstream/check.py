@@ -178,9 +178,8 @@ def section_upstream(report: Report, patches: Sequence[Patch], git_dir: str, ref
         subprocess.run(["git", *command], cwd=folder, env=_git_env(folder), check=True, capture_output=True)
     try:
         series.apply(folder, "HEAD")
-    except subprocess.CalledProcessError as error:
-        report.block(error.stdout + error.stderr)
-        report.check(f"`git am` of the whole series onto {ref}: fails", False)
+    except subprocess.CalledProcessError as error:  # git's message went to stderr
+        report.check(f"`git am` of the whole series onto {ref}: {error}", False)
         return None
     commit = _run([*git, "log", "-1", "--format=%h %cs", ref]).stdout.strip()
     report.check(f"`python -m upstream.series apply` (`git am`) of the whole series onto {ref} ({commit}), "
@@ -309,7 +308,7 @@ def section_package_cases(report: Report, site: Path, off: Dict[str, str]) -> No
 
 
 def hunks(patch: Patch) -> List[Tuple[PatchedFile, Any]]:
-    """The patch's hunks of upstream's existing Python files, but for tests and comment-only ones (`# noqa`),
+    """The patch's hunks of Python files that exist before it, but for tests and comment-only ones (`# noqa`),
     which no test can see."""
     def code(hunk: Any, added: bool) -> List[str]:
         return [line.value.partition("#")[0].rstrip() for line in hunk if (line.is_added if added else line.is_removed)]

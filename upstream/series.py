@@ -78,10 +78,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     apply_parser.add_argument("ref", help="the upstream revision to build on, e.g. main")
     commands.add_parser("export", help="`git format-patch` the branch into upstream/").add_argument("checkout", type=Path)
     args = parser.parse_args(argv)
-    if args.command == "apply":
-        apply(args.checkout, args.ref)
-    else:
-        export(args.checkout)
+    try:
+        if args.command == "apply":
+            apply(args.checkout, args.ref)
+        else:
+            export(args.checkout)
+    except subprocess.CalledProcessError as error:  # git said why, above
+        return error.returncode
     print("\n".join(git(args.checkout, "log", "--oneline", f"{BASE}..{BRANCH}").splitlines()[::-1]))
     return 0
 

@@ -79,8 +79,7 @@ def executorch_root() -> Path:
 
 
 def environment(guard: bool, pythonpath: Optional[Path] = None) -> Dict[str, str]:
-    """This process's environment with the guard on or off, and `pythonpath` first on sys.path;
-    no .pyc files written into the installed wheel by pytest's assertion rewriting."""
+    """The guard on or off, `pythonpath` first on sys.path, no .pyc files written into the wheel."""
     env = {**os.environ, "EXECUTORCH_DEVICE_GUARD": "1" if guard else "0", "PYTHONDONTWRITEBYTECODE": "1"}
     if pythonpath is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), *filter(None, [env.get("PYTHONPATH")])])
@@ -108,8 +107,7 @@ def parse_junit(path: Path) -> Tuple[Dict[str, str], Dict[str, str]]:
 
 def run_pytest(root: Path, targets: Sequence[str], env: Dict[str, str], workers: int, timeout: float, workdir: Path,
                name: str) -> Run:
-    """Runs the targets in a pytest subprocess with `env`, outside this repository's pytest
-    configuration; junit XML and log go to workdir/<name>.xml and .log."""
+    """The targets in a pytest subprocess with `env`; junit XML and log in workdir/<name>.xml and .log."""
     xml, log = workdir / f"{name}.xml", workdir / f"{name}.log"
     command = [
         sys.executable, "-m", "pytest", "-c", os.devnull,  # no ini file from around the cwd
