@@ -17,7 +17,6 @@ to the release (conftest.py) do not run.
 
 import ast
 import json
-import subprocess
 import tempfile
 import unittest
 from pathlib import Path
@@ -100,12 +99,9 @@ def device_tests(site: Path) -> dict:
     """'Class::test' -> its file, for the package's simulated-device tests and, where the series'
     test files apply to a copy of the installed ExecuTorch in `site`, the series' tests there."""
     tree = check.copy_package(suites.executorch_root(), site)
-    command = ["git", "apply", f"--include={check.TEST_FILE}"]
-    applied = all(
-        subprocess.run([*command, str(patch.path)], cwd=tree, capture_output=True).returncode == 0
-        for patch in check.read_series()
-    )
-    ids = [test for patch in check.read_series() for test in patch.tests] if applied else []
+    patches = check.read_series()
+    applied = check.section_apply(check.Report(), patches, tree, f"--include={check.TEST_FILE}")
+    ids = [test for patch in patches for test in patch.tests] if applied else []
     sources = [(tree / path, name) for path, _, name in (test.partition("::") for test in ids)]
     found = {}
     for file, name in [*sources, (REPO / "test/test_device_sites.py", "")]:
