@@ -106,10 +106,12 @@ def device_tests(site: Path) -> dict:
     found = {}
     for file, name in [*sources, (REPO / "test/test_device_sites.py", "")]:
         for node in ast.parse(file.read_text()).body:
-            if isinstance(node, ast.ClassDef) and name in ("", node.name):
+            if isinstance(node, ast.ClassDef):
                 for item in node.body:
                     if isinstance(item, ast.FunctionDef) and item.name.startswith("test_"):
-                        found[f"{node.name}::{item.name}"] = str(file)
+                        test = f"{node.name}::{item.name}"
+                        if name in ("", test):
+                            found[test] = str(file)
     return found
 
 

