@@ -43,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
@@ -98,11 +99,23 @@ class Patch(NamedTuple):
         return f"{series.subject(self.path)}\n{body}"
 
     @property
-    def code_lines(self) -> int:
-        """Non-test Python lines that it adds: non-blank, not comment-only."""
-        return sum(1 for file in self.diff if file.path.endswith(".py") and not fnmatch.fnmatch(file.path, TEST_CODE)
-                   for hunk in file for line in hunk
-                   if line.is_added and line.value.strip() and not line.value.strip().startswith("#"))
+    def code_lines(self) -> Tuple[int, int]:
+        """Non-test Python lines that it adds (non-blank, not comment-only): (changed, re-indented), where a
+        re-indented line is one that its hunk also removes with other leading whitespace, as `git diff -w` and
+        a review with whitespace hidden leave out (e.g. a call moved into a `try`)."""
+        changed = moved = 0
+        for file in self.diff:
+            if file.path.endswith(".py") and not fnmatch.fnmatch(file.path, TEST_CODE):
+                for hunk in file:
+                    removed = Counter(line.value.strip() for line in hunk if line.is_removed)
+                    for line in hunk:
+                        text = line.value.strip()
+                        if line.is_added and text and not text.startswith("#"):
+                            if removed[text] > 0:
+                                moved, removed[text] = moved + 1, removed[text] - 1
+                            else:
+                                changed += 1
+        return changed, moved
 
 
 def _enclosing_class(above: Sequence[str], indent: int) -> str:
@@ -186,18 +199,19 @@ def copy_package(root: Path, site: Path) -> Path:
 def section_counts(report: Report, patches: Sequence[Patch], required: bool = True) -> None:
     """The sizes that the review limits, from the patch files alone (no executorch needed); not `required` where
     the run asks something else (--against-package: do the series' tests pass against the package)."""
-    rows = [(p.path.name, str(p.code_lines), str(len(p.text.split())), str(len(series.subject(p.path))))
-            for p in patches]
-    report.table(("patch", "non-test Python lines", "words of the PR text", "subject characters"), rows)
-    lines = {p.path.name[:4]: p.code_lines for p in patches}
+    rows = [(p.path.name, str(p.code_lines[0]), str(p.code_lines[1]), str(len(p.text.split())),
+             str(len(series.subject(p.path)))) for p in patches]
+    report.table(("patch", "non-test Python lines", "re-indented, not counted", "words of the PR text",
+                  "subject characters"), rows)
+    lines = {p.path.name[:4]: p.code_lines[0] for p in patches}
     for number, limit in MAX_LINES.items():
         report.check(f"{number}: {lines.get(number)} non-test Python lines, at most {limit}",
                      lines.get(number, 0) <= limit, required)
     report.check(f"the series: {sum(lines.values())} non-test Python lines, at most {MAX_SERIES_LINES}",
                  sum(lines.values()) <= MAX_SERIES_LINES, required)
-    words = [f"{name} ({n})" for name, _, n, _ in rows if int(n) > MAX_WORDS]
+    words = [f"{name} ({n})" for name, _, _, n, _ in rows if int(n) > MAX_WORDS]
     report.check(f"each PR text at most {MAX_WORDS} words: {', '.join(words) or 'yes'}", not words, required)
-    long = [f"{name} ({n})" for name, _, _, n in rows if int(n) > MAX_SUBJECT]
+    long = [f"{name} ({n})" for name, _, _, _, n in rows if int(n) > MAX_SUBJECT]
     report.check(f"each subject at most {MAX_SUBJECT} characters: {', '.join(long) or 'yes'}", not long, required)
 
 
