@@ -13,31 +13,29 @@ from executorch.exir.error import InternalError
 
 
 def host_read_error(
-    name: str, shape: Sequence[int], dtype: torch.dtype, device: torch.device
+    subject: str, shape: Sequence[int], dtype: torch.dtype, device: torch.device
 ) -> InternalError:
-    why = (
-        "is a meta or fake tensor and holds no data to serialize. "
-        "Load real values first."
+    """The series' message at each host read of a constant: `subject` names the site's kind of
+    constant and the constant, as the series' code there does ("Constant '0.weight'", "XNNPACK
+    constant 'weight'", "XNNPACK per-channel scales of 'weight'", "Vulkan constant 'weight'")."""
+    where = (
+        "is a meta or fake tensor and holds no data"
         if device.type == "meta"
-        else f"is on {device}, but ExecuTorch serializes constants from host memory. "
-        "Export on the CPU, or move the exported program with "
-        "torch.export.passes.move_to_device_pass(exported_program, 'cpu') and lower "
-        "it as usual; to run on the device, lower with a backend that keeps weights "
-        "on it (CudaPartitioner for CUDA)."
+        else f"is on {device}, not in host memory. Call torch.export.passes"
+        ".move_to_device_pass(exported_program, 'cpu') before lowering"
     )
-    return InternalError(f"Constant {name} (shape {list(shape)}, dtype {dtype}) {why}")
+    return InternalError(f"{subject} (shape {list(shape)}, dtype {dtype}) {where}.")
 
 
-def raise_for_device(
-    error: Exception, *graph_modules: torch.fx.GraphModule
-) -> NoReturn:
-    for node in (node for module in graph_modules for node in module.graph.nodes):
+def raise_for_device(error: Exception, graph_module: torch.fx.GraphModule) -> NoReturn:
+    """The series' lowering errors: the same type, chained, with the line that names the first node
+    holding a tensor on a device other than cpu or meta; `error` itself for any other program."""
+    for node in graph_module.graph.nodes:
         val = node.meta.get("val")
         if isinstance(val, torch.Tensor) and val.device.type not in ("cpu", "meta"):
             raise type(error)(
-                f"{str(error).strip().splitlines()[0]}\nThis program holds tensors on "
-                f"{val.device} (at node {node.name!r}), where PyTorch chose its operators. "
-                "Call torch.export.passes.move_to_device_pass(exported_program, 'cpu') "
-                "before lowering, or keep it there with CudaPartitioner (for CUDA)."
+                f"{str(error).rstrip()}\nThe program holds tensors on {val.device} (node "
+                f"{node.name!r}), so its operators were chosen for that device. Call "
+                "torch.export.passes.move_to_device_pass(exported_program, 'cpu') before lowering."
             ) from error
     raise error

@@ -9,8 +9,9 @@ the three places where lowering a program exported on a device fails before the 
 
 Each takes the original function first, then the leading parameters it relies on, named as in
 ExecuTorch: _patch compares those names with the original's signature before it wraps anything.
-Each applies the rule that the upstream series (upstream/generate.py) puts at that site, with the
-error of _host_read, the module that the series adds. Names are computed only when raising.
+Each applies the rule that the upstream series (upstream/*.patch) puts at that site and raises
+the message that the series' code raises there (built in _host_read; test_series.py compares
+them). Names are computed only when raising.
 Imported only once a guarded ExecuTorch module has been imported, so torch is loaded.
 """
 
@@ -32,12 +33,11 @@ def emitter_constant(original: Original, self: Any, spec: Any, *args: Any, **kwa
         if storage.device.type != "cpu" and spec.allocated_memory != 0:
             from executorch.exir.emit._emitter import _TopLevelEmitter  # loaded: it calls this
 
-            # The series gives every emitter _find_fqn_for_placeholder; a subgraph's finds none.
+            # The series' placeholder passes its FQN; other callers (a subgraph's emitter) name the node.
             fqn = None
             if isinstance(self, _TopLevelEmitter):
                 fqn, _ = self._find_fqn_for_placeholder(self.node.target, spec)
-            name = f"at node {self.node.name!r}" if fqn is None else repr(fqn)
-            raise host_read_error(name, spec.shape, spec.dtype, storage.device)
+            raise host_read_error(f"Constant {fqn or self.node.name!r}", spec.shape, spec.dtype, storage.device)
     return original(self, spec, *args, **kwargs)
 
 
@@ -84,7 +84,8 @@ def xnnpack_constant(original: Original, exp_prog: Any, node: Any) -> Any:
         if device.type != "cpu":
             from executorch.backends.xnnpack.utils.utils import get_tensor_name
 
-            raise host_read_error(repr(get_tensor_name(exp_prog, node)), tensor.shape, tensor.dtype, device)
+            name = get_tensor_name(exp_prog, node)
+            raise host_read_error(f"XNNPACK constant {name!r}", tensor.shape, tensor.dtype, device)
     return tensor
 
 
@@ -98,7 +99,7 @@ def xnnpack_quant_scales(
             from executorch.backends.xnnpack.utils.utils import get_tensor_name
 
             name = get_tensor_name(self.exported_program, quant_params.q_input)
-            raise host_read_error(f"scales of {name!r}", scale.shape, scale.dtype, device)
+            raise host_read_error(f"XNNPACK per-channel scales of {name!r}", scale.shape, scale.dtype, device)
     return original(self, quant_params, *args, **kwargs)
 
 
@@ -108,13 +109,14 @@ def vulkan_constant(original: Original, self: Any, node: Any) -> Any:
     if device.type != "cpu" and tensor.numel() != 0:
         from executorch.backends.vulkan.utils import get_tensor_name
 
-        raise host_read_error(repr(get_tensor_name(self.program, node)), tensor.shape, tensor.dtype, device)
+        name = get_tensor_name(self.program, node)
+        raise host_read_error(f"Vulkan constant {name!r}", tensor.shape, tensor.dtype, device)
     return tensor
 
 
 def lowering_verifier(original: Original, self: Any, *args: Any, **kwargs: Any) -> Any:
-    """The ATen-dialect check that to_edge runs on the decomposed graph, args[0] (the series
-    catches its error in to_edge, where that graph is at hand)."""
+    """The ATen-dialect check that to_edge runs on the decomposed graph, args[0]: the series adds
+    its line in this call, EXIRATenDialectVerifierBase.__call__."""
     try:
         return original(self, *args, **kwargs)
     except SpecViolationError as error:
@@ -122,8 +124,8 @@ def lowering_verifier(original: Original, self: Any, *args: Any, **kwargs: Any) 
 
 
 def edge_program(original: Original, config: Any, program: Any, *args: Any, **kwargs: Any) -> Any:
-    """The Edge-dialect check that the decomposed program's ExportedProgram runs when it is built
-    (the series catches its error where to_edge_transform_and_lower calls this)."""
+    """The Edge-dialect check that the decomposed program's ExportedProgram runs when it is built:
+    the series catches its error around that call, in this function."""
     try:
         return original(config, program, *args, **kwargs)
     except SpecViolationError as error:
@@ -131,7 +133,8 @@ def edge_program(original: Original, config: Any, program: Any, *args: Any, **kw
 
 
 def out_variants(original: Original, self: Any, graph_module: Any) -> Any:
-    """ToOutVarPass, which calls itself for control flow: an error already named passes as it is."""
+    """ToOutVarPass, where the series adds the line to the error it raises; the pass calls itself for
+    control flow, so an error already named passes as it is."""
     try:
         return original(self, graph_module)
     except RuntimeError as error:

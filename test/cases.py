@@ -85,6 +85,71 @@ XNNPACK = MODEL + """
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 """
 
+# Prints, as JSON, the error that each raising site of the series gives, with meta tensors, with
+# device memory simulated and on a program exported with a fake cuda input; after MODEL.
+MESSAGES = MODEL + """
+import json
+from simulated_device import SimulatedDeviceStorage
+from torch._subclasses.fake_tensor import FakeTensorMode
+from executorch.backends.vulkan.serialization.vulkan_graph_builder import VkGraphBuilder
+from executorch.backends.xnnpack.operators.node_visitor import NodeVisitor
+from executorch.backends.xnnpack.operators.quant_params import QuantParams
+from executorch.backends.xnnpack.serialization.xnnpack_graph_schema import XNNGraph
+from executorch.exir import EdgeCompileConfig, to_edge
+from executorch.exir._serialize._named_data_store import NamedDataStore
+from executorch.exir.backend.utils import DelegateMappingBuilder
+
+messages = {}
+
+
+def record(name, call):
+    try:
+        call()
+    except Exception as error:
+        messages[name] = f"{type(error).__name__}: {error}"
+    else:
+        messages[name] = "no error"
+
+
+for kind in ("meta", "device"):
+    device = "meta" if kind == "meta" else "cpu"
+    net = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval().to(device)
+    program = export(net, (torch.ones(2, 4, device=device),))
+    edge = to_edge_transform_and_lower(program)
+    if kind == "device":
+        for weights in (edge.exported_program().state_dict, program.state_dict):
+            if not isinstance(weights["0.weight"].untyped_storage(), SimulatedDeviceStorage):
+                simulate_device(weights["0.weight"])
+    record(f"emitter, {kind}", edge.to_executorch)
+    (weight,) = [n for n in program.graph.nodes if n.name == "p_0_weight"]
+    visitor = NodeVisitor(program, {}, NamedDataStore())
+    graph = XNNGraph("0", [], [], 0, [], [], [])
+    record(f"XNNPACK weight, {kind}", lambda: visitor.get_serialized_buffer_index(weight, graph, {}, False, False, None))
+    scale = torch.full((3,), 0.1, device=device)
+    scales = QuantParams(
+        per_channel=True, q_input=weight, scale=simulate_device(scale) if kind == "device" else scale,
+        zp=torch.zeros(3), axis=0, dtype=torch.int8, qmax=127, qmin=-127, is_output=False, is_input=False,
+    )
+    record(f"XNNPACK scales, {kind}", lambda: visitor.get_quant_params(scales, graph))
+    builder = VkGraphBuilder(program, DelegateMappingBuilder(generated_identifiers=True))
+    record(f"Vulkan weight, {kind}", lambda: builder.maybe_add_constant_tensor(weight))
+
+
+class Attention(torch.nn.Module):
+    def forward(self, q):
+        return torch.ops.aten._scaled_dot_product_efficient_attention(q, q, q, None, False)[0]
+
+
+for device in ("cpu", "cuda"):
+    with FakeTensorMode():
+        attention = export(Attention(), (torch.empty(1, 2, 4, 8, device=device),))
+    record(f"to_edge, {device}", lambda: to_edge(attention))
+    record(f"to_edge_transform_and_lower, {device}", lambda: to_edge_transform_and_lower(attention))
+    unchecked = EdgeCompileConfig(_check_ir_validity=False)
+    record(f"to_executorch unvalidated, {device}", lambda: to_edge(attention, compile_config=unchecked).to_executorch())
+print(json.dumps(messages))
+"""
+
 
 class ChildCaseTest(unittest.TestCase):
     def assert_cases(self, *cases: Case) -> None:

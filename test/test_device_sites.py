@@ -32,7 +32,7 @@ from executorch.exir.error import InternalError
 from simulated_device import simulate_device
 from torch.export import export
 
-ON_CUDA = "is on cuda:0, but ExecuTorch serializes constants from host memory"
+ON_CUDA = "is on cuda:0, not in host memory"
 
 
 class WithBuffer(torch.nn.Module):
@@ -143,10 +143,10 @@ class TestSimulatedDevice(unittest.TestCase):
             axis=0, dtype=torch.int8, qmax=127, qmin=-127, is_output=False, is_input=False,
         )
         visitor = NodeVisitor(program, {}, NamedDataStore())
-        with self.assertRaisesRegex(InternalError, f"Constant scales of '0.weight' .* {ON_CUDA}"):
+        with self.assertRaisesRegex(InternalError, f"XNNPACK per-channel scales of '0.weight' .* {ON_CUDA}"):
             visitor.get_quant_params(scales, graph)
         simulate_device(program.state_dict["0.weight"])
-        with self.assertRaisesRegex(InternalError, f"Constant '0.weight' .* {ON_CUDA}"):
+        with self.assertRaisesRegex(InternalError, f"XNNPACK constant '0.weight' .* {ON_CUDA}"):
             visitor.get_serialized_buffer_index(
                 weight, graph, vals_to_ids={}, convert_to_nhwc=False, swap_in_out_for_weights=False,
                 quant_params=None,
@@ -157,7 +157,7 @@ class TestSimulatedDevice(unittest.TestCase):
         simulate_device(program.state_dict["0.weight"])
         builder = VkGraphBuilder(program, DelegateMappingBuilder(generated_identifiers=True))
         (weight,) = [n for n in program.graph.nodes if n.name == "p_0_weight"]
-        with self.assertRaisesRegex(InternalError, f"Constant '0.weight' .* {ON_CUDA}"):
+        with self.assertRaisesRegex(InternalError, f"Vulkan constant '0.weight' .* {ON_CUDA}"):
             builder.maybe_add_constant_tensor(weight)
 
 

@@ -5,9 +5,11 @@
 # LICENSE file in the root directory of this source tree.
 
 """The upstream series (upstream/*.patch) from CI: applied to a copy of the installed ExecuTorch, it
-passes its own tests with the runtime guard off; its tests, applied alone, pass against this
-package; and the package's exir/_host_read.py is the series' own (upstream/check.py)."""
+passes its own tests with the runtime guard off (upstream/check.py); its tests, applied alone, pass
+against this package; and at each site the package raises the series' error, word for word."""
 
+import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -15,7 +17,8 @@ import unittest
 from importlib.metadata import version
 from pathlib import Path
 
-from upstream import check
+from cases import MESSAGES
+from upstream import check, suites
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -25,13 +28,26 @@ def run_check(*args: str) -> subprocess.CompletedProcess:
 
 
 class TestSeries(unittest.TestCase):
+    @unittest.skipUnless(version("executorch") == check.BASE_RELEASE, f"the series is based on {check.BASE_RELEASE}")
     def test_package_messages_are_the_series(self) -> None:
+        """Each raising site gives the same error with the package as with the series' code there."""
         with tempfile.TemporaryDirectory() as tmp:
-            patches = check.read_series()
-            self.assertTrue(check.section_apply(check.Report(), patches, Path(tmp), "--include=exir/_host_read.py"))
-            upstream = Path(tmp, "exir/_host_read.py").read_text()
-        # All but the license header's first line, which names the copyright holder.
-        self.assertEqual((REPO / "exir/_host_read.py").read_text().split("\n", 1)[1], upstream.split("\n", 1)[1])
+            tree = check.copy_package(suites.executorch_root(), Path(tmp))
+            excluded = [f"--exclude={pattern}" for pattern in check.NOT_IN_WHEEL]
+            self.assertTrue(check.section_apply(check.Report(), check.read_series(), tree, *excluded))
+            series = subprocess.run([sys.executable, "-c", MESSAGES], capture_output=True, text=True,
+                                    env=suites.environment(False, Path(tmp)))
+        package = subprocess.run([sys.executable, "-c", MESSAGES], capture_output=True, text=True,
+                                 env={**os.environ, "EXECUTORCH_DEVICE_GUARD": "1"})
+        self.assertEqual(series.returncode, 0, series.stderr[-3000:])
+        self.assertEqual(package.returncode, 0, package.stderr[-3000:])
+        expected, found = json.loads(series.stdout.splitlines()[-1]), json.loads(package.stdout.splitlines()[-1])
+        for site, message in expected.items():
+            with self.subTest(site):
+                self.assertEqual(found[site], message)
+                named = "holds no data" in message if site.endswith("meta") else "cuda:0" in message
+                self.assertTrue(named or site.endswith("cpu"), message)
+        self.assertEqual(len(found), 14)
 
     def test_series_tests_pass_against_the_package(self) -> None:
         result = run_check("--against-package")
