@@ -27,15 +27,16 @@ def host_read_error(
     return InternalError(f"{subject} (shape {list(shape)}, dtype {dtype}) {where}.")
 
 
-def raise_for_device(error: Exception, graph_module: torch.fx.GraphModule) -> NoReturn:
-    """The series' lowering errors: the same type, chained, with the line that names the first node
-    holding a tensor on a device other than cpu or meta; `error` itself for any other program."""
+def raise_for_device(error: Exception, graph_module: torch.fx.GraphModule, chained: bool = True) -> NoReturn:
+    """The series' lowering errors: the same type with the line that names the first node holding a
+    tensor on a device other than cpu or meta, chained as the series' site does (the verifiers
+    re-raise, ToOutVarPass raises its error with the line); `error` itself for any other program."""
     for node in graph_module.graph.nodes:
         val = node.meta.get("val")
         if isinstance(val, torch.Tensor) and val.device.type not in ("cpu", "meta"):
             raise type(error)(
                 f"{str(error).rstrip()}\nThe program holds tensors on {val.device} (node "
-                f"{node.name!r}), so its operators were chosen for that device. Call "
-                "torch.export.passes.move_to_device_pass(exported_program, 'cpu') before lowering."
-            ) from error
+                f"{node.name!r}), so its operators were chosen for that device; to lower it for the host, "
+                "call torch.export.passes.move_to_device_pass(exported_program, 'cpu') first."
+            ) from (error if chained else None)
     raise error

@@ -54,11 +54,11 @@ class Case(NamedTuple):
 
 CASES = (
     Case("meta model, guard off", META_MODEL, False, 1, ("NULL pointer access",)),
-    Case("meta model, guard on", META_MODEL, True, 1, ("InternalError: Constant '0.weight'", "holds no data")),
+    Case("meta model, guard on", META_MODEL, True, 1, ("InternalError: Constant 'p_0_weight'", "holds no data")),
 )
 CUDA_CASES = (
     Case("CUDA model, guard off", CUDA_MODEL, False, SIGSEGV, ()),
-    Case("CUDA model, guard on", CUDA_MODEL, True, 1, ("InternalError: Constant '0.weight'", "is on cuda:0")),
+    Case("CUDA model, guard on", CUDA_MODEL, True, 1, ("InternalError: Constant 'p_0_weight'", "is on cuda:0")),
 )
 
 

@@ -11,7 +11,8 @@ Each takes the original function first, then the leading parameters it relies on
 ExecuTorch: _patch compares those names with the original's signature before it wraps anything.
 Each applies the rule that the upstream series (upstream/*.patch) puts at that site and raises
 the message that the series' code raises there (built in _host_read; test_series.py compares
-them). Names are computed only when raising.
+them); XNNPACK's per-channel scales, which the series leaves to their weight's check, are guarded
+here too. Names are computed only when raising.
 Imported only once a guarded ExecuTorch module has been imported, so torch is loaded.
 """
 
@@ -31,13 +32,7 @@ def emitter_constant(original: Original, self: Any, spec: Any, *args: Any, **kwa
     if spec.const:
         storage = spec.storage
         if storage.device.type != "cpu" and spec.allocated_memory != 0:
-            from executorch.exir.emit._emitter import _TopLevelEmitter  # loaded: it calls this
-
-            # The series' placeholder passes its FQN; other callers (a subgraph's emitter) name the node.
-            fqn = None
-            if isinstance(self, _TopLevelEmitter):
-                fqn, _ = self._find_fqn_for_placeholder(self.node.target, spec)
-            raise host_read_error(f"Constant {fqn or self.node.name!r}", spec.shape, spec.dtype, storage.device)
+            raise host_read_error(f"Constant {self.node.name!r}", spec.shape, spec.dtype, storage.device)
     return original(self, spec, *args, **kwargs)
 
 
@@ -74,6 +69,7 @@ def named_data_bytes(original: Original, tensor: torch.Tensor) -> bytes:
         from executorch.exir.tensor import dim_order_from_stride
 
         tensor = tensor.permute(dim_order_from_stride(tensor.stride())).contiguous()
+        return tensor.view(torch.uint8).numpy().tobytes()  # numpy has no float8
     return original(tensor)
 
 
@@ -92,6 +88,8 @@ def xnnpack_constant(original: Original, exp_prog: Any, node: Any) -> Any:
 def xnnpack_quant_scales(
     original: Original, self: Any, quant_params: Any, *args: Any, **kwargs: Any
 ) -> Any:
+    """Per-channel scales, a second ctypes read. The series leaves them to the check of their
+    weight, which define_tensor serializes first; here they are guarded in their own right."""
     if quant_params.per_channel:
         scale = quant_params.scale
         device = scale.untyped_storage().device
@@ -138,6 +136,6 @@ def out_variants(original: Original, self: Any, graph_module: Any) -> Any:
     try:
         return original(self, graph_module)
     except RuntimeError as error:
-        if not str(error).startswith("Missing out variants") or error.__cause__ is not None:
+        if not str(error).startswith("Missing out variants") or "\nThe program holds tensors on " in str(error):
             raise
-        raise_for_device(error, graph_module)
+        raise_for_device(error, graph_module, chained=False)

@@ -93,7 +93,6 @@ from simulated_device import SimulatedDeviceStorage
 from torch._subclasses.fake_tensor import FakeTensorMode
 from executorch.backends.vulkan.serialization.vulkan_graph_builder import VkGraphBuilder
 from executorch.backends.xnnpack.operators.node_visitor import NodeVisitor
-from executorch.backends.xnnpack.operators.quant_params import QuantParams
 from executorch.backends.xnnpack.serialization.xnnpack_graph_schema import XNNGraph
 from executorch.exir import EdgeCompileConfig, to_edge
 from executorch.exir._serialize._named_data_store import NamedDataStore
@@ -125,12 +124,6 @@ for kind in ("meta", "device"):
     visitor = NodeVisitor(program, {}, NamedDataStore())
     graph = XNNGraph("0", [], [], 0, [], [], [])
     record(f"XNNPACK weight, {kind}", lambda: visitor.get_serialized_buffer_index(weight, graph, {}, False, False, None))
-    scale = torch.full((3,), 0.1, device=device)
-    scales = QuantParams(
-        per_channel=True, q_input=weight, scale=simulate_device(scale) if kind == "device" else scale,
-        zp=torch.zeros(3), axis=0, dtype=torch.int8, qmax=127, qmin=-127, is_output=False, is_input=False,
-    )
-    record(f"XNNPACK scales, {kind}", lambda: visitor.get_quant_params(scales, graph))
     builder = VkGraphBuilder(program, DelegateMappingBuilder(generated_identifiers=True))
     record(f"Vulkan weight, {kind}", lambda: builder.maybe_add_constant_tensor(weight))
 

@@ -54,7 +54,7 @@ class TestEmitterGuard(ChildCaseTest):
         self.assert_cases(
             Case("simulated cuda:0 weight, guard off", _SIMULATED_WEIGHT, False, SIGSEGV, ()),
             Case("simulated cuda:0 weight, guard on", _SIMULATED_WEIGHT, True, 1,
-                 ("InternalError: Constant '0.weight' (shape [3, 4], dtype torch.float32) is on cuda:0",)),
+                 ("InternalError: Constant 'p_0_weight' (shape [3, 4], dtype torch.float32) is on cuda:0",)),
         )
 
     def test_meta_model_says_it_has_no_data(self) -> None:

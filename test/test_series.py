@@ -47,7 +47,7 @@ class TestSeries(unittest.TestCase):
                 self.assertEqual(found[site], message)
                 named = "holds no data" in message if site.endswith("meta") else "cuda:0" in message
                 self.assertTrue(named or site.endswith("cpu"), message)
-        self.assertEqual(len(found), 14)
+        self.assertEqual(len(found), 12)
 
     def test_series_tests_pass_against_the_package(self) -> None:
         result = run_check("--against-package")
