@@ -4,7 +4,8 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""Skips, with the reason, the tests that do not apply to the installed ExecuTorch release."""
+"""Skips, with the reason, the tests that do not apply to the installed ExecuTorch release, and runs the
+longest tests first."""
 
 from importlib.metadata import version
 from typing import List, Optional, Tuple
@@ -22,6 +23,12 @@ NOT_APPLICABLE: Tuple[Tuple[Tuple[int, int], str, str], ...] = (
 )
 
 
+# Test files whose tests take a minute or more each (a copy of ExecuTorch patched and tested in child processes,
+# the benchmark's children), slowest first: collected first, they start first rather than last, and with
+# `--dist worksteal` the idle worker takes the tests queued behind them.
+FIRST: Tuple[str, ...] = ("test/test_series.py", "test/test_sites.py", "test/test_bench.py")
+
+
 def not_applicable(nodeid: str) -> Optional[str]:
     """Why the test does not apply to the installed release, or None."""
     for first, prefix, reason in NOT_APPLICABLE:
@@ -30,8 +37,14 @@ def not_applicable(nodeid: str) -> Optional[str]:
     return None
 
 
+def _rank(item: pytest.Item) -> int:
+    return next((rank for rank, path in enumerate(FIRST) if item.nodeid.startswith(path)), len(FIRST))
+
+
 def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
-    """Marks each test that does not apply to the installed release as skipped, with its reason."""
+    """Puts the FIRST files' tests first (the sort is stable) and marks each test that does not apply to the
+    installed release as skipped, with its reason."""
+    items.sort(key=_rank)
     for item in items:
         reason = not_applicable(item.nodeid)
         if reason is not None:

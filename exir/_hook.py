@@ -9,7 +9,8 @@
 Runs at every interpreter start, so it imports nothing beyond sys and os: a meta path finder waits
 for the first import of a guarded ExecuTorch module and patches it right after the module executes
 (after virtualenv's _virtualenv.py finder). torch and executorch are imported by the user's code,
-never by this module.
+never by this module. It owns the table of sites and the finder; _patch, loaded only once there is
+something to wrap or to report, does the wrapping and never imports this module back.
 """
 
 import os
@@ -70,7 +71,7 @@ def _exec_and_patch(exec_module: object, module: object) -> None:
     exec_module(module)  # type: ignore[operator]
     from . import _patch
 
-    _patch.patch_module(module)
+    _patch.patch_module(module, SITES)
 
 
 def finder() -> "_Finder | None":
@@ -92,7 +93,7 @@ def install() -> None:
         from . import _patch
 
         for module in loaded:
-            _patch.patch_module(module)
+            _patch.patch_module(module, SITES)
 
 
 def uninstall() -> None:
@@ -104,3 +105,10 @@ def uninstall() -> None:
         from . import _patch
 
         _patch.restore_all()
+
+
+def status() -> "_patch.Status":
+    """Reports the guard's state; loads _patch, but neither torch nor executorch."""
+    from . import _patch
+
+    return _patch.status(finder() is not None)

@@ -6,9 +6,11 @@
 
 """Wraps the functions that _hook.SITES names, or leaves them alone with one warning.
 
-A site is wrapped only if its function is where the table says and its leading parameters carry
-the names that the wrapper in _sites expects; otherwise ExecuTorch's internals differ from the
-releases this guard was written for, and that site keeps ExecuTorch's own behaviour.
+_hook owns the table and the finder and passes in what this module needs from them; this module
+never imports _hook, so the two do not import each other. A site is wrapped only if its function
+is where the table says and its leading parameters carry the names that the wrapper in _sites
+expects; otherwise ExecuTorch's internals differ from the releases this guard was written for,
+and that site keeps ExecuTorch's own behaviour.
 """
 
 import functools
@@ -17,9 +19,7 @@ import re
 import warnings
 from importlib import metadata
 from types import ModuleType
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
-
-from ._hook import finder, SITES
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 _MARK = "_executorch_device_guard"
 
@@ -31,9 +31,10 @@ SKIPPED: Dict[str, str] = {}
 WARNED: List[str] = []
 
 
-def patch_module(module: ModuleType) -> None:
-    """Wraps every site of `module` that is not wrapped (a reload makes new ones) or skipped."""
-    for module_name, qualname, wrapper, since in SITES:
+def patch_module(module: ModuleType, sites: Sequence[Tuple[str, str, str, str]]) -> None:
+    """Wraps every site of `module` among `sites` (rows of _hook.SITES) that is not wrapped (a reload
+    makes new ones) or skipped."""
+    for module_name, qualname, wrapper, since in sites:
         site = f"{module_name}.{qualname}"
         if module_name == module.__name__ and site not in SKIPPED:
             try:
@@ -115,6 +116,6 @@ class Status(NamedTuple):
     skipped: Dict[str, str]
 
 
-def status() -> Status:
-    """Reports the guard's state without importing torch or executorch."""
-    return Status(finder() is not None, _executorch_version(), sorted(PATCHED), dict(SKIPPED))
+def status(installed: bool) -> Status:
+    """The guard's state; `installed`: whether _hook's finder is on sys.meta_path."""
+    return Status(installed, _executorch_version(), sorted(PATCHED), dict(SKIPPED))

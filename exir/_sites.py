@@ -4,16 +4,18 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""The wrappers that _hook.SITES puts around ExecuTorch's host reads of tensor bytes, and around
-the three places where lowering a program exported on a device fails before the emitter.
+"""The wrappers that _patch puts, one for each row of _hook.SITES, around ExecuTorch's host reads
+of tensor bytes, and around the three places where lowering a program exported on a device fails
+before the emitter.
 
 Each takes the original function first, then the leading parameters it relies on, named as in
 ExecuTorch: _patch compares those names with the original's signature before it wraps anything.
-Each applies the rule that the upstream series (upstream/*.patch) puts at that site and raises
-the message that the series' code raises there (built in _host_read; test_series.py compares
-them); XNNPACK's per-channel scales, which the series leaves to their weight's check, are guarded
-here too. Names are computed only when raising.
-Imported only once a guarded ExecuTorch module has been imported, so torch is loaded.
+Each applies the rule that the upstream series (upstream/*.patch) puts at that site: a copy to
+the host, a view's own elements in its dim order, or the error that the series' code raises there
+(messages built in _host_read; test_series.py compares them word for word). XNNPACK's per-channel
+scales, which the series leaves to their weight's check, are guarded here too. Names are computed
+only when raising. Imported only once a guarded ExecuTorch module has been imported, so torch is
+loaded.
 """
 
 import copy

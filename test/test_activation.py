@@ -125,6 +125,7 @@ print(json.dumps({
 _CHANGED_INTERNALS = """
 import json, sys, types, warnings
 from executorch_device_guard import _patch
+from executorch_device_guard._hook import SITES
 
 # An ExecuTorch whose emitter renamed a parameter and dropped a method.
 fake = types.ModuleType("executorch.exir.emit._emitter")
@@ -135,8 +136,8 @@ fake._Emitter = _Emitter
 original = _Emitter.__dict__["_tensor_spec_to_evalue"]
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    _patch.patch_module(fake)
-    _patch.patch_module(fake)
+    _patch.patch_module(fake, SITES)
+    _patch.patch_module(fake, SITES)
 print(json.dumps({
     "untouched": _Emitter.__dict__["_tensor_spec_to_evalue"] is original,
     "warnings": [str(w.message) for w in caught if "executorch-device-guard" in str(w.message)],
@@ -147,6 +148,7 @@ print(json.dumps({
 _OLDER_RELEASE = """
 import json, types, warnings
 from executorch_device_guard import _patch
+from executorch_device_guard._hook import SITES
 
 # executorch 1.1.0's named data store: add_named_data, but no _tensor_to_bytes yet (from 1.2.0).
 _patch._executorch_version = lambda: "1.1.0"
@@ -157,7 +159,7 @@ class NamedDataStore:
 fake.NamedDataStore = NamedDataStore
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    _patch.patch_module(fake)
+    _patch.patch_module(fake, SITES)
 print(json.dumps({
     "patched": sorted(_patch.PATCHED),
     "skipped": _patch.SKIPPED,

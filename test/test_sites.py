@@ -62,7 +62,7 @@ if RELEASE < (1, 2):  # 1.1.0 reads named data element by element, not through n
     # and a meta tensor's element read raises NotImplementedError itself, as the test expects
     UNGUARDED["TestNamedDataStore::test_meta_tensor_has_no_data"] = PASSES
     UNGUARDED["TestSimulatedDevice::test_named_device_data_is_the_cpu_bytes"] = (1, "read element by element")
-# One interpreter without the guard imports torch and ExecuTorch once, then runs each test in a
+# One interpreter without the guard imports torch, ExecuTorch and pytest's plugins once, then runs each test in a
 # forked child pytest, whose output goes to a file of its own; a crash ends that child only. It
 # prints each test's exit status. The parent must not poison fork for CUDA: the imports ask
 # torch.cuda.is_available(), which counts devices through the CUDA runtime unless
@@ -76,6 +76,9 @@ import executorch.exir
 import executorch.devtools.bundled_program.core
 import executorch.backends.xnnpack.partition.xnnpack_partitioner
 import executorch.backends.vulkan.serialization.vulkan_graph_builder
+from importlib.metadata import entry_points
+for plugin in entry_points(group="pytest11"):  # pytest's plugins, imported once here, not in every child
+    plugin.load()
 for index, test in enumerate({tests!r}):
     pid = os.fork()
     if pid == 0:

@@ -6,20 +6,27 @@
 
 """Renders what `nox -s compat` left, one release each, as the markdown of test/COMPAT_RESULTS.md.
 
-    python -m upstream.compat .nox/compat test/COMPAT_RESULTS.md
+    python -m upstream.compat test/compat test/COMPAT_RESULTS.md
 
 For each release FOLDER/RELEASE.txt holds the output of `python -m executorch_device_guard` (after
-a FLATC_EXECUTABLE line where the session set it) and FOLDER/RELEASE.xml pytest's junit XML.
+a FLATC_EXECUTABLE line where the session set it) and FOLDER/RELEASE.xml pytest's junit XML. The
+folder is committed, so a release's row stays until that release's session runs again.
 """
 
 import os
 import re
 import sys
+import xml.etree.ElementTree as ET
 from datetime import date
 from pathlib import Path
 from typing import Dict, List
 
 from upstream.suites import counts, parse_junit, table
+
+
+def run_date(junit: Path) -> date:
+    """The day pytest ran, from its junit XML: a committed file's mtime is that of its checkout."""
+    return date.fromisoformat(next(ET.parse(junit).getroot().iter("testsuite")).get("timestamp", "")[:10])
 
 
 def render(folder: Path) -> str:
@@ -54,7 +61,7 @@ def render(folder: Path) -> str:
             f"{cases.count('ok')} of {len(cases)} ok" if cases else "did not run",
             counts(outcome),
         ])
-    when = max(date.fromtimestamp((folder / f"{release}.xml").stat().st_mtime) for release in releases)
+    when = max(run_date(folder / f"{release}.xml") for release in releases)
     mark = {"passed": "P", "failed": "**F**", "error": "**E**", "skipped": "S"}
     lines = [
         "# ExecuTorch 1.x on the CPU",
