@@ -16,8 +16,7 @@ With --mutations, the series' tests once per non-test hunk reverted (its patch's
 pass but a later patch's); with --suites, upstream's suites in the patched and an unpatched copy (identical
 per-test outcomes). --against-package applies only the series' test files and runs them with the runtime guard on.
 
-With --upstream-git: each patch alone passes `git apply --check` on --ref (workflows left out: only they may build
-on an earlier PR); `git am` of the whole series onto --ref with upstream/series.py, whose `git format-patch` must
+With --upstream-git: each patch alone passes `git apply --check` on --ref, workflows included; `git am` of the whole series onto --ref with upstream/series.py, whose `git format-patch` must
 give back the committed files byte for byte; any path that it adds to pytest.ini exists; pytest's collection of the series' test files as upstream's unittest
 jobs run it, with the series' pytest.ini and with --ref's, adds no error (two test modules of one basename
 collide); the Buck check (upstream/buck.py); --lint-python, upstream's lintrunner linters (upstream/lint.py);
@@ -257,10 +256,8 @@ def section_upstream(report: Report, patches: Sequence[Patch], git_dir: str, ref
     for command in (["init", "-q"], ["config", "user.name", "check"], ["config", "user.email", "check@localhost"],
                     ["add", "-A"], ["commit", "-q", "-m", "the touched files"]):
         subprocess.run(["git", *command], cwd=folder, env=_git_env(folder), check=True, capture_output=True)
-    report.say(f"Each patch alone onto {ref}, `git apply --check --exclude=.github/*` (only workflow lines may "
-               "build on an earlier PR):\n")
-    report.check(f"each patch applies alone to {ref}", section_apply(report, patches, folder, "--check",
-                                                                     "--exclude=.github/*"))
+    report.say(f"Each patch alone onto {ref}, `git apply --check`, workflows included:\n")
+    report.check(f"each patch applies alone to {ref}", section_apply(report, patches, folder, "--check"))
     try:
         series.apply(folder, "HEAD")
     except subprocess.CalledProcessError as error:  # git's message went to stderr
