@@ -16,11 +16,12 @@ With --mutations, the series' tests once per non-test hunk reverted (its patch's
 pass but a later patch's); with --suites, upstream's suites in the patched and an unpatched copy (identical
 per-test outcomes). --against-package applies only the series' test files and runs them with the runtime guard on.
 
-With --upstream-git: each patch alone passes `git apply --check` on --ref, workflows included; `git am` of the whole series onto --ref with upstream/series.py, whose `git format-patch` must
-give back the committed files byte for byte; any path that it adds to pytest.ini exists; pytest's collection of the series' test files as upstream's unittest
-jobs run it, with the series' pytest.ini and with --ref's, adds no error (two test modules of one basename
-collide); the Buck check (upstream/buck.py); --lint-python, upstream's lintrunner linters (upstream/lint.py);
---actionlint, actionlint on the workflows before and after.
+With --upstream-git: each patch alone passes `git apply --check` on --ref, workflows included; `git am` of the
+whole series onto --ref with upstream/series.py, whose `git format-patch` must give back the committed files byte
+for byte; any path that it adds to pytest.ini exists; pytest's collection of the series' test files as upstream's
+unittest jobs run it, with the series' pytest.ini and with --ref's, adds no error (two test modules of one
+basename collide); the Buck check (upstream/buck.py); --lint-python, upstream's lintrunner linters
+(upstream/lint.py); --actionlint, actionlint on the workflows before and after.
 
     python -m upstream.check --counts             # the sizes only, from the patch files
     python -m upstream.check                      # apply to the installed release, run the tests
