@@ -399,6 +399,9 @@ def section_actionlint(report: Report, ref: str, repo: Path, command: str, workd
 def section_mypy(report: Report, patches: Sequence[Patch], patched: Path, workdir: Path) -> None:
     """mypy --strict, at upstream's pin, on the Python files that the series adds."""
     added = sorted({f.path for p in patches for f in p.diff if f.is_added_file and f.path.endswith(".py")})
+    if not added:
+        report.say("mypy --strict: the series adds no Python file, nothing to check")
+        return
     command = ["mypy", "--strict", "--explicit-package-bases", "--follow-imports=silent", "--ignore-missing-imports",
                "--python-version", "3.10", "--cache-dir", str(workdir / "mypy"), *(f"executorch/{p}" for p in added)]
     result = _run([sys.executable, "-m", *command], cwd=patched.parent)
