@@ -44,6 +44,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
@@ -438,29 +439,37 @@ def run_tests(report: Report, tests: Sequence[str], site: Path, env: Dict[str, s
                  suites.completed(run) and not bad)
 
 
-def section_alone(report: Report, patches: Sequence[Patch], root: Path, workdir: Path) -> None:
-    """Each patch alone on a fresh copy of the installed release, then its own tests there with the runtime guard
-    off: each PR is merged on its own, so it must apply and pass without the others."""
+def section_alone(report: Report, patches: Sequence[Patch], root: Path, workers: int, workdir: Path) -> None:
+    """Each patch alone on a fresh copy of the installed release, `workers` copies at a time, then its own tests there
+    with the runtime guard off: each PR is merged on its own, so it must apply and pass without the others."""
     excluded = [f"--exclude={pattern}" for pattern in NOT_IN_WHEEL]
     gpu = has_cuda(suites.environment(False))
-    for patch in patches:
+
+    def alone(patch: Patch) -> Tuple[str, Optional[suites.Run]]:
+        """git's error if the patch does not apply, else its tests' run (None without tests)."""
         site = workdir / f"alone-{patch.path.stem}"
         tree = copy_package(root, site)
         applied = _run(["git", "apply", *excluded, str(patch.path)], cwd=tree, env=_git_env(tree))
-        if applied.returncode:
+        run = None if applied.returncode or not patch.tests else suites.run_pytest(
+            tree, patch.tests, suites.environment(False, site), 0, TIMEOUT, workdir, site.name)
+        shutil.rmtree(site)
+        return applied.stderr + applied.stdout if applied.returncode else "", run
+
+    with ThreadPoolExecutor(max(workers, 1)) as pool:
+        results = list(pool.map(alone, patches))
+    for patch, (error, run) in zip(patches, results):
+        if error:
             report.check(f"{patch.path.name} alone: does not apply", False)
-            report.block(applied.stderr + applied.stdout)
-        elif not patch.tests:
+            report.block(error)
+        elif run is None:
             report.check(f"{patch.path.name} alone: applies, but adds no tests of its own", False)
         else:
-            run = suites.run_pytest(tree, patch.tests, suites.environment(False, site), 0, TIMEOUT, workdir, site.name)
             bad = not_passing(run, gpu)
             report.check(f"{patch.path.name} alone: applies; its {len(patch.tests)} test id(s): P/F/E/S "
                          f"{suites.counts(run.outcomes)}" + (f"; not passing: {', '.join(bad)}" if bad else ""),
                          suites.completed(run) and not bad)
             if bad or not suites.completed(run):
                 report.block(run.log_tail)
-        shutil.rmtree(site)
 
 
 def section_package_cases(report: Report, site: Path, off: Dict[str, str]) -> None:
@@ -501,38 +510,48 @@ def hunks(patch: Patch) -> List[Tuple[PatchedFile, Any]]:
 
 def section_mutations(report: Report, patches: Sequence[Patch], patched: Path, workers: int, workdir: Path,
                       slugs: Sequence[str]) -> None:
-    """Each hunk reverted in the patched tree, all others kept: the tests of its patch fail or crash, and
-    every other test passes but a later patch's, which may build on it; or, for a hunk of a module that
-    everything imports, the import fails and so does every test."""
-    site = workdir / "mutant"
-    tree = copy_package(patched, site)
-    off = suites.environment(False, site)
+    """Each hunk reverted in its own copy of the patched tree, all others kept, `workers` copies at a time: the
+    tests of its patch fail or crash, and every other test passes but a later patch's, which may build on it; or,
+    for a hunk of a module that everything imports, the import fails and so does every test. One xdist worker per
+    copy: a test that crashes its process (SIGSEGV) is reported as failed and the others still run."""
     prefixes = [tuple(junit_prefix(test) for test in patch.tests) for patch in patches]
     tests = sum((patch.tests for patch in patches), ())
+    mutants = [(index, file, hunk) for index, patch in enumerate(patches)
+               if not slugs or patch.path.stem[5:] in slugs for file, hunk in hunks(patch)]
+
+    def mutate(number: int, mutant: Tuple[int, PatchedFile, Any]) -> Tuple[str, Optional[suites.Run]]:
+        """git's error if the hunk does not revert, else the tests' run."""
+        _, file, hunk = mutant
+        site = workdir / f"mutant-{number}"
+        tree = copy_package(patched, site)
+        reverted = _run(["git", "apply", "-R", "-"], input=f"--- a/{file.path}\n+++ b/{file.path}\n{hunk}", cwd=tree)
+        run = None if reverted.returncode else suites.run_pytest(
+            tree, tests, suites.environment(False, site), 1, TIMEOUT, workdir, site.name)
+        shutil.rmtree(site)
+        return reverted.stderr.strip(), run
+
+    with ThreadPoolExecutor(max(workers, 1)) as pool:
+        results = list(pool.map(mutate, range(len(mutants)), mutants))
     rows = []
-    for index, patch in enumerate(patches):
+    for (index, file, hunk), (error, run) in zip(mutants, results):
         own, later = prefixes[index], sum(prefixes[index + 1:], ())
-        for file, hunk in hunks(patch) if not slugs or patch.path.stem[5:] in slugs else ():
-            change = next(line.value.strip() for line in hunk if line.is_added)[:48]
-            label = f"{patch.path.stem[5:]}: {file.path} `{hunk.section_header[:40]}`: `{change}`"
-            reverted = _run(["git", "apply", "-R", "-"], input=f"--- a/{file.path}\n+++ b/{file.path}\n{hunk}", cwd=tree)
-            if reverted.returncode:
-                rows.append((label, f"does not revert: {reverted.stderr.strip()[:80]}", "", "FAIL"))
-                continue
-            run = suites.run_pytest(tree, tests, off, workers, TIMEOUT, workdir, f"mutant-{len(rows)}")
-            shutil.copyfile(patched / file.path, tree / file.path)
-            failing = {t: o for t, o in run.outcomes.items() if o not in ("passed", "skipped")}
-            mine = sorted(t for t in failing if t.startswith(own))
-            others = sorted(t for t in failing if t not in mine and not t.startswith(later))
-            passed = sum(1 for o in run.outcomes.values() if o == "passed")
-            unimportable = failing and not passed  # ExecuTorch no longer imports: every test file errors
-            ok = suites.completed(run) and (bool(mine) and not others or unimportable)
-            rows.append((label, "every test file errors: executorch no longer imports" if unimportable else
-                         "; ".join(f"{t.rsplit('.', 1)[-1]} ({failing[t]}: {run.messages.get(t, '')[:48]})" for t in mine),
-                         f"{passed} passed" + (f"; ALSO FAILING: {', '.join(others)}" if others and not unimportable else ""),
-                         "ok" if ok else "FAIL"))
-            if not ok:
-                report.block(run.log_tail)
+        change = next(line.value.strip() for line in hunk if line.is_added)[:48]
+        label = f"{patches[index].path.stem[5:]}: {file.path} `{hunk.section_header[:40]}`: `{change}`"
+        if run is None:
+            rows.append((label, f"does not revert: {error[:80]}", "", "FAIL"))
+            continue
+        failing = {t: o for t, o in run.outcomes.items() if o not in ("passed", "skipped")}
+        mine = sorted(t for t in failing if t.startswith(own))
+        others = sorted(t for t in failing if t not in mine and not t.startswith(later))
+        passed = sum(1 for o in run.outcomes.values() if o == "passed")
+        unimportable = failing and not passed  # ExecuTorch no longer imports: every test file errors
+        ok = suites.completed(run) and (bool(mine) and not others or unimportable)
+        rows.append((label, "every test file errors: executorch no longer imports" if unimportable else
+                     "; ".join(f"{t.rsplit('.', 1)[-1]} ({failing[t]}: {run.messages.get(t, '')[:48]})" for t in mine),
+                     f"{passed} passed" + (f"; ALSO FAILING: {', '.join(others)}" if others and not unimportable else ""),
+                     "ok" if ok else "FAIL"))
+        if not ok:
+            report.block(run.log_tail)
     report.table(("hunk reverted", "its patch's tests that fail", "the other tests", ""), rows)
     report.check(f"each of the {len(rows)} hunks is needed by its patch's tests and by no earlier one",
                  all(row[3] == "ok" for row in rows))
@@ -559,7 +578,8 @@ def section_suites(report: Report, root: Path, patched: Path, tests: Sequence[st
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-n", "--workers", type=int, default=2, help="pytest-xdist workers for --mutations/--suites")
+    parser.add_argument("-n", "--workers", type=int, default=2,
+                        help="patched copies tested at a time (each PR alone, --mutations); xdist workers (--suites)")
     parser.add_argument("--mutations", nargs="*", metavar="SLUG", help="revert each hunk in turn (of the patches named)")
     parser.add_argument("--suites", action="store_true", help="compare upstream's suites, patched vs unpatched")
     parser.add_argument("--against-package", action="store_true",
@@ -622,7 +642,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     report.say("\n## Workflows\n")
                     section_actionlint(report, args.ref, repo, args.actionlint, workdir)
         report.say("\n## Each patch alone on the installed release, its own tests, runtime guard off\n")
-        section_alone(report, patches, root, workdir)
+        section_alone(report, patches, root, args.workers, workdir)
         if not applied:
             return finish(report, args, started, tmp, root)
         if args.mypy:
