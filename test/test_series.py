@@ -35,13 +35,14 @@ class TestSeries(unittest.TestCase):
             tree = check.copy_package(suites.executorch_root(), Path(tmp))
             excluded = [f"--exclude={pattern}" for pattern in check.NOT_IN_WHEEL]
             self.assertTrue(check.section_apply(check.Report(), check.read_series(), tree, *excluded))
-            series = subprocess.run([sys.executable, "-c", MESSAGES], capture_output=True, text=True,
-                                    env=suites.environment(False, Path(tmp)))
-        package = subprocess.run([sys.executable, "-c", MESSAGES], capture_output=True, text=True,
-                                 env={**os.environ, "EXECUTORCH_DEVICE_GUARD": "1"})
-        self.assertEqual(series.returncode, 0, series.stderr[-3000:])
-        self.assertEqual(package.returncode, 0, package.stderr[-3000:])
-        expected, found = json.loads(series.stdout.splitlines()[-1]), json.loads(package.stdout.splitlines()[-1])
+            series, package = (  # side by side
+                subprocess.Popen([sys.executable, "-c", MESSAGES], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, env=env)
+                for env in (suites.environment(False, Path(tmp)), {**os.environ, "EXECUTORCH_DEVICE_GUARD": "1"}))
+            (series_out, series_err), (package_out, package_err) = series.communicate(), package.communicate()
+        self.assertEqual(series.returncode, 0, series_err[-3000:])
+        self.assertEqual(package.returncode, 0, package_err[-3000:])
+        expected, found = json.loads(series_out.splitlines()[-1]), json.loads(package_out.splitlines()[-1])
         for site, message in expected.items():
             with self.subTest(site):
                 self.assertEqual(found[site], message)
