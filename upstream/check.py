@@ -423,10 +423,9 @@ def not_passing(run: suites.Run, gpu: bool) -> List[str]:
             if o in ("failed", "error") or (o == "skipped" and (gpu or "cuda" not in t.lower()))]
 
 
-def run_tests(report: Report, tests: Sequence[str], site: Path, env: Dict[str, str], require_cuda: bool,
+def run_tests(report: Report, tests: Sequence[str], site: Path, env: Dict[str, str], gpu: bool, require_cuda: bool,
               workdir: Path) -> None:
-    """The series' tests in one fresh pytest process: they pass; the CUDA ones skip without a GPU."""
-    gpu = has_cuda(env)
+    """The series' tests in one fresh pytest process: they pass; the CUDA ones skip without a GPU (`gpu`: has_cuda)."""
     if require_cuda:
         report.check(f"a CUDA device is available (--require-cuda): {gpu}", gpu)
     run = suites.run_pytest(site / "executorch", tests, env, 0, TIMEOUT, workdir, "series")
@@ -439,11 +438,10 @@ def run_tests(report: Report, tests: Sequence[str], site: Path, env: Dict[str, s
                  suites.completed(run) and not bad)
 
 
-def section_alone(report: Report, patches: Sequence[Patch], root: Path, workers: int, workdir: Path) -> None:
+def section_alone(report: Report, patches: Sequence[Patch], root: Path, gpu: bool, workers: int, workdir: Path) -> None:
     """Each patch alone on a fresh copy of the installed release, `workers` copies at a time, then its own tests there
     with the runtime guard off: each PR is merged on its own, so it must apply and pass without the others."""
     excluded = [f"--exclude={pattern}" for pattern in NOT_IN_WHEEL]
-    gpu = has_cuda(suites.environment(False))
 
     def alone(patch: Patch) -> Tuple[str, Optional[suites.Run]]:
         """git's error if the patch does not apply, else its tests' run (None without tests)."""
@@ -618,7 +616,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if section_apply(report, patches, patched, f"--include={TEST_FILE}"):
                 on = suites.environment(True, site)
                 probe(report, "copy with the series' tests first on sys.path, runtime guard on", on, site, True, False)
-                run_tests(report, tests, site, on, args.require_cuda, workdir)
+                run_tests(report, tests, site, on, has_cuda(on), args.require_cuda, workdir)
             else:
                 report.check("the series' test files do not apply to this release's: not run", False, required=False)
             return finish(report, args, started, tmp, root)
@@ -642,7 +640,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     report.say("\n## Workflows\n")
                     section_actionlint(report, args.ref, repo, args.actionlint, workdir)
         report.say("\n## Each patch alone on the installed release, its own tests, runtime guard off\n")
-        section_alone(report, patches, root, args.workers, workdir)
+        gpu = has_cuda(suites.environment(False))  # once: every copy sees the same torch
+        section_alone(report, patches, root, gpu, args.workers, workdir)
         if not applied:
             return finish(report, args, started, tmp, root)
         if args.mypy:
@@ -651,7 +650,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         report.say("\n## The series' tests in the patched tree, runtime guard off\n")
         off = suites.environment(False, site)
         probe(report, "patched tree first on sys.path, runtime guard off, patched emitter", off, site, False, True)
-        run_tests(report, tests, site, off, args.require_cuda, workdir)
+        run_tests(report, tests, site, off, gpu, args.require_cuda, workdir)
         report.say("\n## The package's cases against the patched tree\n")
         section_package_cases(report, site, off)
         if args.mutations is not None:
