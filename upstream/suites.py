@@ -79,9 +79,13 @@ def executorch_root() -> Path:
 
 
 def environment(guard: bool, pythonpath: Optional[Path] = None) -> Dict[str, str]:
-    """The guard on or off, `pythonpath` first on sys.path, no .pyc files written into the wheel."""
-    env = {**os.environ, "EXECUTORCH_DEVICE_GUARD": "1" if guard else "0", "PYTHONDONTWRITEBYTECODE": "1"}
-    if pythonpath is not None:
+    """The guard on or off, `pythonpath` (a copy of executorch) first on sys.path. Without one, tests run in the
+    installed wheel, and no .pyc files (pytest's assertion rewriting) are written into it; with one, Python writes its
+    bytecode caches as usual, so that the next child loads torch's modules from them (6 s here, not 11)."""
+    env = {**os.environ, "EXECUTORCH_DEVICE_GUARD": "1" if guard else "0"}
+    if pythonpath is None:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    else:
         env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), *filter(None, [env.get("PYTHONPATH")])])
     return env
 
