@@ -56,8 +56,8 @@ def install_uncompiled(session: nox.Session, *args: str) -> None:
     """pip install without byte-compiling: pip compiles all 16,000 modules of the environment, about half of an
     install's time (67 s with it, 32 s without, here), while a full test run imports about 4,200, whose bytecode
     Python writes on first import. PYTHONDONTWRITEBYTECODE, set on some machines, would have every process compile
-    them again (importing torch and ExecuTorch: 18 s instead of 7), so the session unsets it. The bench and series
-    sessions install as pip does by default: the benchmark times imports, and check.py's children write no bytecode."""
+    them again (importing torch and ExecuTorch: 18 s instead of 7), so the session unsets it. The bench session
+    installs as pip does by default: the benchmark times imports."""
     session.install("--no-compile", *args)
     session.env["PYTHONDONTWRITEBYTECODE"] = None  # None: nox leaves it out of every command's environment
 
@@ -122,5 +122,5 @@ def bench(session: nox.Session) -> None:
 @nox.session
 def series(session: nox.Session) -> None:
     """python -m upstream.check on the series' base release (mypy at upstream's pin for --mypy)."""
-    session.install(TORCH, f"executorch=={BASE_RELEASE}", "-e", ".[test]", "mypy==1.14.1")
+    install_uncompiled(session, TORCH, f"executorch=={BASE_RELEASE}", "-e", ".[test]", "mypy==1.14.1")
     session.run("python", "-m", "upstream.check", *session.posargs)

@@ -28,6 +28,21 @@ def run_check(*args: str) -> subprocess.CompletedProcess:
 
 
 class TestSeries(unittest.TestCase):
+    def test_patched_copies_leave_the_installed_release_alone(self) -> None:
+        """copy_package hard-links the installed files: applying the series must replace those it changes."""
+        root = suites.executorch_root()
+        changed = [file.path for patch in check.read_series() for file in patch.diff if (root / file.path).is_file()]
+        installed = {path: (root / path).read_bytes() for path in changed}
+        with tempfile.TemporaryDirectory() as tmp:
+            tree = check.copy_package(root, Path(tmp))
+            excluded = [f"--exclude={pattern}" for pattern in check.NOT_IN_WHEEL]
+            self.assertTrue(check.section_apply(check.Report(), check.read_series(), tree, *excluded))
+            self.assertTrue(changed)
+            for path, data in installed.items():
+                with self.subTest(path):
+                    self.assertNotEqual((tree / path).read_bytes(), data)
+                    self.assertEqual((root / path).read_bytes(), data)
+
     @unittest.skipUnless(version("executorch") == check.BASE_RELEASE, f"the series is based on {check.BASE_RELEASE}")
     def test_package_messages_are_the_series(self) -> None:
         """Each raising site gives the same error with the package as with the series' code there."""
