@@ -16,7 +16,7 @@ import json
 import unittest
 
 from cases import ChildCaseTest, MODEL, MODULES
-from executorch_device_guard._selfcheck import Case, CASES, run_child, SIGSEGV
+from executorch_device_guard._selfcheck import Case, CASES, SIGSEGV, start_child
 
 # The reproducer, lowered on the CPU, then its weight simulated on cuda:0 (after MODEL).
 _SIMULATED_WEIGHT = MODEL + """
@@ -127,10 +127,11 @@ class TestCpuProgramsUnchanged(unittest.TestCase):
         if _HAS_DEVICE_PROPAGATION:
             script += _SERIALIZE_DEVICE_TAGGED
         script += _REPORT
+        children = {guard: start_child(script, guard) for guard in (True, False)}  # side by side
         runs = {}
-        for guard in (True, False):
-            returncode, stdout, stderr = run_child(script, guard)
-            self.assertEqual(returncode, 0, stderr[-3000:])
+        for guard, child in children.items():
+            stdout, stderr = child.communicate()
+            self.assertEqual(child.returncode, 0, stderr[-3000:])
             runs[guard] = json.loads(stdout.strip().splitlines()[-1])
         self.assertTrue(runs[True]["guarded"])
         self.assertFalse(runs[False]["guarded"])

@@ -448,26 +448,24 @@ def run_tests(report: Report, tests: Sequence[str], site: Path, env: Dict[str, s
 
 
 def section_alone(report: Report, patches: Sequence[Patch], root: Path, gpu: bool, workers: int, workdir: Path) -> None:
-    """Each patch alone on a fresh copy of the installed release, `workers` copies at a time, then its own tests there
-    with the runtime guard off: each PR is merged on its own, so it must apply and pass without the others."""
+    """Each patch alone on a fresh copy of the installed release, then its own tests there with the runtime guard off,
+    `workers` copies at a time: each PR is merged on its own, so it must apply and pass without the others."""
     excluded = [f"--exclude={pattern}" for pattern in NOT_IN_WHEEL]
-
-    def alone(patch: Patch) -> Tuple[str, Optional[suites.Run]]:
-        """git's error if the patch does not apply, else its tests' run (None without tests)."""
-        site = workdir / f"alone-{patch.path.stem}"
-        tree = copy_package(root, site)
+    errors: Dict[Path, str] = {}
+    runs: Dict[Path, Tuple[Path, Sequence[str], str]] = {}
+    for patch in patches:
+        tree = copy_package(root, workdir / f"alone-{patch.path.stem}")
         applied = _run(["git", "apply", *excluded, str(patch.path)], cwd=tree, env=_git_env(tree))
-        run = None if applied.returncode or not patch.tests else suites.run_pytest(
-            tree, patch.tests, suites.environment(False, site), 0, TIMEOUT, workdir, site.name)
-        shutil.rmtree(site)
-        return applied.stderr + applied.stdout if applied.returncode else "", run
-
-    with ThreadPoolExecutor(max(workers, 1)) as pool:
-        results = list(pool.map(alone, patches))
-    for patch, (error, run) in zip(patches, results):
-        if error:
+        if applied.returncode:
+            errors[patch.path] = applied.stderr + applied.stdout
+        elif patch.tests:
+            runs[patch.path] = tree, patch.tests, tree.parent.name
+    done = dict(zip(runs, suites.run_forked(list(runs.values()), workers, TIMEOUT, workdir)))
+    for patch in patches:
+        run = done.get(patch.path)
+        if patch.path in errors:
             report.check(f"{patch.path.name} alone: does not apply", False)
-            report.block(error)
+            report.block(errors[patch.path])
         elif run is None:
             report.check(f"{patch.path.name} alone: applies, but adds no tests of its own", False)
         else:

@@ -18,6 +18,7 @@ is 1 when one differs. upstream/check.py compares a patched and an unpatched cop
 
 import argparse
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -109,26 +110,92 @@ def parse_junit(path: Path) -> Tuple[Dict[str, str], Dict[str, str]]:
     return outcomes, messages
 
 
-def run_pytest(root: Path, targets: Sequence[str], env: Dict[str, str], workers: int, timeout: float, workdir: Path,
-               name: str) -> Run:
-    """The targets in a pytest subprocess with `env`; junit XML and log in workdir/<name>.xml and .log."""
-    xml, log = workdir / f"{name}.xml", workdir / f"{name}.log"
-    command = [
-        sys.executable, "-m", "pytest", "-c", os.devnull,  # no ini file from around the cwd
+def _pytest_args(root: Path, targets: Sequence[str], xml: Path, workers: int) -> List[str]:
+    return [
+        "-c", os.devnull,  # no ini file from around the cwd
         "--rootdir", str(root),  # node ids relative to the executorch package
         "--import-mode=importlib",  # upstream test files share basenames (test_serialization.py)
         "-p", "no:cacheprovider", "-q", "-rA", "--continue-on-collection-errors", f"--junitxml={xml}",
         *(["-n", str(workers)] if workers > 0 else []), *(str(root / target) for target in targets),
     ]
+
+
+def _run_result(xml: Path, log: Path, returncode: int, seconds: float) -> Run:
+    tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:]) if log.exists() else "not started"
+    return Run(*parse_junit(xml), returncode, tail, seconds)
+
+
+def run_pytest(root: Path, targets: Sequence[str], env: Dict[str, str], workers: int, timeout: float, workdir: Path,
+               name: str) -> Run:
+    """The targets in a pytest subprocess with `env`; junit XML and log in workdir/<name>.xml and .log."""
+    xml, log = workdir / f"{name}.xml", workdir / f"{name}.log"
     start = time.monotonic()
     with open(log, "w") as out:
         try:
-            returncode = subprocess.run(command, env=env, cwd=workdir, stdout=out, stderr=subprocess.STDOUT,
+            returncode = subprocess.run([sys.executable, "-m", "pytest", *_pytest_args(root, targets, xml, workers)],
+                                        env=env, cwd=workdir, stdout=out, stderr=subprocess.STDOUT,
                                         timeout=timeout).returncode
         except subprocess.TimeoutExpired:
             returncode = -1
-    tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
-    return Run(*parse_junit(xml), returncode, tail, time.monotonic() - start)
+    return _run_result(xml, log, returncode, time.monotonic() - start)
+
+
+# Run by run_forked: imports pytest's plugins and the modules of torch that ExecuTorch imports, but not ExecuTorch,
+# then runs each pytest in a child forked from it, `workers` at a time, its copy of executorch first on sys.path (and
+# on PYTHONPATH, for the test's own children). A child whose tests imported executorch from elsewhere exits with 3.
+# PYTORCH_NVML_BASED_CUDA_CHECK=1 has torch.cuda.is_available() ask NVML: the imports leave CUDA to the children.
+_FORKED = """
+import json, os, sys, time
+import pytest, torch, torch._dynamo, torch._inductor.fx_passes.post_grad
+from importlib.metadata import entry_points
+for plugin in entry_points(group="pytest11"):
+    plugin.load()
+runs, workers, children = json.loads(sys.stdin.read()), int(sys.argv[1]), {}
+def reap():
+    pid, status = os.wait()
+    index, started = children.pop(pid)
+    print(json.dumps([index, os.waitstatus_to_exitcode(status), time.monotonic() - started]), flush=True)
+for index, (site, log, args) in enumerate(runs):
+    if len(children) == workers:
+        reap()
+    pid = os.fork()
+    if pid == 0:
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [site, os.environ.get("PYTHONPATH")]))
+        sys.path.insert(0, site)
+        with open(log, "w") as out:
+            os.dup2(out.fileno(), 1)
+            os.dup2(out.fileno(), 2)
+            status = int(pytest.main(args))
+            outside = [m.__file__ for n, m in list(sys.modules.items()) if n.split(".")[0] == "executorch"
+                       and getattr(m, "__file__", None) and not m.__file__.startswith(site + os.sep)]
+            if outside:
+                print(f"executorch imported from outside {site}: {outside[:3]}")
+            sys.stdout.flush()
+        os._exit(3 if outside else status)
+    children[pid] = index, time.monotonic()
+while children:
+    reap()
+"""
+
+
+def run_forked(runs: Sequence[Tuple[Path, Sequence[str], str]], workers: int, timeout: float,
+               workdir: Path) -> List[Run]:
+    """run_pytest (no xdist, the guard off) for each (copy of the executorch package, its targets, name), the copy's
+    folder first on sys.path, in children forked from one interpreter (_FORKED): each imports only its own ExecuTorch,
+    4 to 5 s of CPU less than a fresh interpreter. `timeout` is for all of them."""
+    files = [(workdir / f"{name}.xml", workdir / f"{name}.log") for _, _, name in runs]
+    order = [(str(root.parent), str(log), _pytest_args(root, targets, xml, 0))
+             for (root, targets, _), (xml, log) in zip(runs, files)]
+    with subprocess.Popen([sys.executable, "-c", _FORKED, str(max(workers, 1))], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True, cwd=workdir,
+                          env={**environment(False), "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}) as server:
+        try:
+            stdout, _ = server.communicate(json.dumps(order), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            stdout, _ = server.communicate()
+    done = {index: (returncode, seconds) for index, returncode, seconds in map(json.loads, stdout.splitlines())}
+    return [_run_result(xml, log, *done.get(index, (-1, timeout))) for index, (xml, log) in enumerate(files)]
 
 
 def completed(run: Run) -> bool:  # pytest exits 0 or 1 after a complete run; anything else (or no junit) is broken
