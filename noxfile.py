@@ -48,7 +48,7 @@ SHIPPED_FLATC = ("1.0.0", "1.0.1", "1.1.0", "1.2.0", "1.3.1")
 # Each release's raw results, committed: its self-check's output (RELEASE.txt) and pytest's junit XML (RELEASE.xml), so
 # that one release's session renders the rows of all of them.
 COMPAT_DIR = "test/compat"
-# worksteal: the idle worker takes the tests queued behind a long one (conftest.py runs the long ones first).
+# worksteal: the idle worker takes the tests queued behind a long one (conftest.py deals the long ones out first).
 PYTEST = ("pytest", "-n", "2", "--dist", "worksteal", "-rs")
 
 
