@@ -50,12 +50,12 @@ def _rank(item: pytest.Item) -> int:
 
 def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
     """Puts the FIRST tests first (the sort is stable), then deals them out to the xdist workers like cards: the
-    worksteal scheduler gives each worker a contiguous share of the list, and a worker that runs out steals from the end
-    of another's, so each share starts with long tests and ends with short ones. Marks each test that does not apply
-    to the installed release as skipped, with its reason."""
+    worksteal scheduler gives each worker a contiguous share of the list, the smaller shares first, and a worker that
+    runs out steals from the end of another's, so each share starts with long tests and ends with short ones. Marks
+    each test that does not apply to the installed release as skipped, with its reason."""
     items.sort(key=_rank)
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    items[:] = [item for first in range(workers) for item in items[first::workers]]
+    items[:] = [item for first in reversed(range(workers)) for item in items[first::workers]]
     for item in items:
         reason = not_applicable(item.nodeid)
         if reason is not None:

@@ -128,10 +128,10 @@ class TestCpuProgramsUnchanged(unittest.TestCase):
             script += _SERIALIZE_DEVICE_TAGGED
         script += _REPORT
         children = {guard: start_child(script, guard) for guard in (True, False)}  # side by side
+        outputs = {guard: child.communicate() for guard, child in children.items()}
         runs = {}
-        for guard, child in children.items():
-            stdout, stderr = child.communicate()
-            self.assertEqual(child.returncode, 0, stderr[-3000:])
+        for guard, (stdout, stderr) in outputs.items():
+            self.assertEqual(children[guard].returncode, 0, stderr[-3000:])
             runs[guard] = json.loads(stdout.strip().splitlines()[-1])
         self.assertTrue(runs[True]["guarded"])
         self.assertFalse(runs[False]["guarded"])

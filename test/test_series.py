@@ -33,12 +33,12 @@ class TestSeries(unittest.TestCase):
         """copy_package hard-links the installed files: applying the series must replace those it changes."""
         root = suites.executorch_root()
         changed = [file.path for patch in check.read_series() for file in patch.diff if (root / file.path).is_file()]
+        self.assertTrue(changed)
         installed = {path: (root / path).read_bytes() for path in changed}
         with tempfile.TemporaryDirectory() as tmp:
             tree = check.copy_package(root, Path(tmp))
             excluded = [f"--exclude={pattern}" for pattern in check.NOT_IN_WHEEL]
             self.assertTrue(check.section_apply(check.Report(), check.read_series(), tree, *excluded))
-            self.assertTrue(changed)
             for path, data in installed.items():
                 with self.subTest(path):
                     self.assertNotEqual((tree / path).read_bytes(), data)

@@ -20,6 +20,7 @@ import argparse
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -142,14 +143,16 @@ def run_pytest(root: Path, targets: Sequence[str], env: Dict[str, str], workers:
 
 # Run by run_forked: imports pytest's plugins and the modules of torch that ExecuTorch imports, but not ExecuTorch,
 # then runs each pytest in a child forked from it, `workers` at a time, its copy of executorch first on sys.path (and
-# on PYTHONPATH, for the test's own children). A child whose tests imported executorch from elsewhere exits with 3.
-# PYTORCH_NVML_BASED_CUDA_CHECK=1 has torch.cuda.is_available() ask NVML: the imports leave CUDA to the children.
+# on PYTHONPATH, for the test's own children). A child whose tests imported executorch from elsewhere exits with 3, as
+# pytest does on an internal error: not a completed run. PYTORCH_NVML_BASED_CUDA_CHECK=1 has torch.cuda.is_available()
+# ask NVML, so that the imports leave CUDA to the children, which drop it.
 _FORKED = """
 import json, os, sys, time
 import pytest, torch, torch._dynamo, torch._inductor.fx_passes.post_grad
 from importlib.metadata import entry_points
 for plugin in entry_points(group="pytest11"):
     plugin.load()
+assert not torch.cuda.is_initialized()
 runs, workers, children = json.loads(sys.stdin.read()), int(sys.argv[1]), {}
 def reap():
     pid, status = os.wait()
@@ -160,9 +163,12 @@ for index, (site, log, args) in enumerate(runs):
         reap()
     pid = os.fork()
     if pid == 0:
-        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [site, os.environ.get("PYTHONPATH")]))
-        sys.path.insert(0, site)
-        with open(log, "w") as out:
+        status = 3
+        try:
+            del os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"]
+            os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [site, os.environ.get("PYTHONPATH")]))
+            sys.path.insert(0, site)
+            out = open(log, "w")
             os.dup2(out.fileno(), 1)
             os.dup2(out.fileno(), 2)
             status = int(pytest.main(args))
@@ -170,8 +176,11 @@ for index, (site, log, args) in enumerate(runs):
                        and getattr(m, "__file__", None) and not m.__file__.startswith(site + os.sep)]
             if outside:
                 print(f"executorch imported from outside {site}: {outside[:3]}")
+                status = 3
+        finally:
             sys.stdout.flush()
-        os._exit(3 if outside else status)
+            sys.stderr.flush()
+            os._exit(status)
     children[pid] = index, time.monotonic()
 while children:
     reap()
@@ -182,17 +191,18 @@ def run_forked(runs: Sequence[Tuple[Path, Sequence[str], str]], workers: int, ti
                workdir: Path) -> List[Run]:
     """run_pytest (no xdist, the guard off) for each (copy of the executorch package, its targets, name), the copy's
     folder first on sys.path, in children forked from one interpreter (_FORKED): each imports only its own ExecuTorch,
-    4 to 5 s of CPU less than a fresh interpreter. `timeout` is for all of them."""
+    4 to 5 s of CPU less than a fresh interpreter. `timeout` is for all of them; at its end every child is killed.
+    They run copies only, so they write bytecode, as with environment(False, copy)."""
     files = [(workdir / f"{name}.xml", workdir / f"{name}.log") for _, _, name in runs]
     order = [(str(root.parent), str(log), _pytest_args(root, targets, xml, 0))
              for (root, targets, _), (xml, log) in zip(runs, files)]
+    env = {**os.environ, "EXECUTORCH_DEVICE_GUARD": "0", "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
     with subprocess.Popen([sys.executable, "-c", _FORKED, str(max(workers, 1))], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, text=True, cwd=workdir,
-                          env={**environment(False), "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}) as server:
+                          stdout=subprocess.PIPE, text=True, cwd=workdir, env=env, start_new_session=True) as server:
         try:
             stdout, _ = server.communicate(json.dumps(order), timeout=timeout)
         except subprocess.TimeoutExpired:
-            server.kill()
+            os.killpg(server.pid, signal.SIGKILL)
             stdout, _ = server.communicate()
     done = {index: (returncode, seconds) for index, returncode, seconds in map(json.loads, stdout.splitlines())}
     return [_run_result(xml, log, *done.get(index, (-1, timeout))) for index, (xml, log) in enumerate(files)]
