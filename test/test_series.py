@@ -37,8 +37,7 @@ class TestSeries(unittest.TestCase):
         installed = {path: (root / path).read_bytes() for path in changed}
         with tempfile.TemporaryDirectory() as tmp:
             tree = check.copy_package(root, Path(tmp))
-            excluded = [f"--exclude={pattern}" for pattern in check.NOT_IN_WHEEL]
-            self.assertTrue(check.section_apply(check.Report(), check.read_series(), tree, *excluded))
+            self.assertTrue(check.section_apply(check.Report(), check.read_series(), tree, *check.EXCLUDE_NOT_IN_WHEEL))
             for path, data in installed.items():
                 with self.subTest(path):
                     self.assertNotEqual((tree / path).read_bytes(), data)
@@ -49,8 +48,7 @@ class TestSeries(unittest.TestCase):
         """Each raising site gives the same error with the package as with the series' code there."""
         with tempfile.TemporaryDirectory() as tmp:
             tree = check.copy_package(suites.executorch_root(), Path(tmp))
-            excluded = [f"--exclude={pattern}" for pattern in check.NOT_IN_WHEEL]
-            self.assertTrue(check.section_apply(check.Report(), check.read_series(), tree, *excluded))
+            self.assertTrue(check.section_apply(check.Report(), check.read_series(), tree, *check.EXCLUDE_NOT_IN_WHEEL))
             series, package = (  # side by side
                 subprocess.Popen([sys.executable, "-c", MESSAGES], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  text=True, env=env)

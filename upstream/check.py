@@ -58,6 +58,7 @@ REPO = Path(__file__).resolve().parents[1]
 BASE_RELEASE = "1.5.1"  # the release whose sources the Python hunks' contexts match
 TIMEOUT = 1800.0  # seconds for one pytest run
 NOT_IN_WHEEL = ("*BUCK", "*TARGETS", "*.bzl", ".github/*", "pytest.ini")
+EXCLUDE_NOT_IN_WHEEL = tuple(f"--exclude={pattern}" for pattern in NOT_IN_WHEEL)  # git apply, onto a copy of the wheel
 TEST_FILE = "*/test/*test_*.py"  # a test module, also in a subfolder (backends/xnnpack/test/serialization/)
 TEST_CODE = "*/test/*"  # not counted as code, not reverted by --mutations
 # What the review asks of the series (issue 27): non-test Python lines added ('+', non-blank, non-comment) per
@@ -450,12 +451,11 @@ def run_tests(report: Report, tests: Sequence[str], site: Path, env: Dict[str, s
 def section_alone(report: Report, patches: Sequence[Patch], root: Path, gpu: bool, workers: int, workdir: Path) -> None:
     """Each patch alone on a fresh copy of the installed release, then its own tests there with the runtime guard off,
     `workers` copies at a time: each PR is merged on its own, so it must apply and pass without the others."""
-    excluded = [f"--exclude={pattern}" for pattern in NOT_IN_WHEEL]
     errors: Dict[Path, str] = {}
     runs: Dict[Path, Tuple[Path, Sequence[str], str]] = {}
     for patch in patches:
         tree = copy_package(root, workdir / f"alone-{patch.path.stem}")
-        applied = _run(["git", "apply", *excluded, str(patch.path)], cwd=tree, env=_git_env(tree))
+        applied = _run(["git", "apply", *EXCLUDE_NOT_IN_WHEEL, str(patch.path)], cwd=tree, env=_git_env(tree))
         if applied.returncode:
             errors[patch.path] = applied.stderr + applied.stdout
         elif patch.tests:
@@ -628,9 +628,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 report.check("the series' test files do not apply to this release's: not run", False, required=False)
             return finish(report, args, started, tmp, root)
         report.say("## The series on the installed release\n")
-        excluded = [f"--exclude={pattern}" for pattern in NOT_IN_WHEEL]
-        applied = report.check(f"applies with `git apply {' '.join(excluded)}`",
-                               section_apply(report, patches, patched, *excluded))
+        applied = report.check(f"applies with `git apply {' '.join(EXCLUDE_NOT_IN_WHEEL)}`",
+                               section_apply(report, patches, patched, *EXCLUDE_NOT_IN_WHEEL))
         if args.upstream_git:
             report.say("\n## The series on upstream\n")
             repo = section_upstream(report, patches, args.upstream_git, args.ref, workdir)
