@@ -9,19 +9,10 @@
 Installing the package is enough: its startup line (executorch_device_guard.pth) calls
 _hook.startup() in every Python process, and the guard wires itself into ExecuTorch when the
 guarded modules are first imported. EXECUTORCH_DEVICE_GUARD=0 turns that off. This module is
-imported at interpreter start, so it imports nothing but _hook (os and sys); status() loads _patch
-on its first call, and Status on first use.
+imported at interpreter start, so it imports nothing but _hook (os and sys); status() loads _patch.
 """
 
 from ._hook import ENV_VAR, install, status, uninstall
 
 __version__ = "0.1.0"
-__all__ = ["ENV_VAR", "install", "Status", "status", "uninstall"]
-
-
-def __getattr__(name: str) -> object:
-    if name == "Status":
-        from ._patch import Status
-
-        return Status
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["ENV_VAR", "install", "status", "uninstall"]

@@ -10,32 +10,45 @@ import importlib
 import sys
 
 from . import __version__, status
-from ._hook import ENV_VAR, SITES
-from ._selfcheck import CASES, cpu_program_failure, CUDA_CASES, run_cases
+from ._hook import ENV_VAR
+from ._patch import MODULES
+from ._selfcheck import CASES, CUDA_CASES, cpu_program_failure, run_cases
 
 
 def main() -> int:
     import torch
 
-    for module in sorted({site[0] for site in SITES}):
+    for module in sorted(MODULES):
         try:
             importlib.import_module(module)
         except ImportError as e:  # a backend this ExecuTorch build lacks
             print(f"not importable: {module} ({e})")
     state = status()
-    print(f"executorch-device-guard {__version__}: installed={state.installed} ({ENV_VAR}=0 turns it off)")
-    print(f"executorch {state.executorch_version}, torch {torch.__version__}, CUDA available: {torch.cuda.is_available()}")
+    print(
+        f"executorch-device-guard {__version__}: installed={state.installed} ({ENV_VAR}=0 turns it off)"
+    )
+    print(
+        f"executorch {state.executorch_version}, torch {torch.__version__}, CUDA available: {torch.cuda.is_available()}"
+    )
     for site in state.patched:
         print(f"  guarded  {site}")
     for site, reason in state.skipped.items():
         print(f"  SKIPPED  {site}: {reason}")
 
     cases = CASES + (CUDA_CASES if torch.cuda.is_available() else ())
-    print(f"self-check ({len(cases) + 2} child processes):")
+    print(f"self-check ({len(cases) + 1} child processes):")
     results = [(case.name, failure) for case, failure in run_cases(cases)]
-    results.append(("CPU program, byte-identical with and without the guard", cpu_program_failure()))
+    results.append(
+        (
+            "CPU program, byte-identical with and without the guard",
+            cpu_program_failure(),
+        )
+    )
     for name, failure in results:
-        print(f"  {'ok  ' if failure is None else 'FAIL'} {name}" + (f"\n{failure}" if failure else ""))
+        print(
+            f"  {'ok  ' if failure is None else 'FAIL'} {name}"
+            + (f"\n{failure}" if failure else "")
+        )
     return 1 if any(failure for _, failure in results) else 0
 
 

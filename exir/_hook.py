@@ -6,11 +6,10 @@
 
 """Wires the device guard into ExecuTorch lazily, from the startup .pth line.
 
-Runs at every interpreter start, so it imports nothing beyond sys and os: a meta path finder waits
-for the first import of a guarded ExecuTorch module and patches it right after the module executes
-(after virtualenv's _virtualenv.py finder). torch and executorch are imported by the user's code,
-never by this module. It owns the table of sites and the finder; _patch, loaded only once there is
-something to wrap or to report, does the wrapping and never imports this module back.
+Runs at every interpreter start, so it imports nothing beyond sys and os: a meta path finder
+waits for the first import of an ExecuTorch module and, for the modules in _patch.SITES, patches
+each right after it executes. _patch, which holds the table and does the wrapping, loads with
+the first executorch.* import; torch and executorch are imported by the user's code, never here.
 """
 
 import os
@@ -18,51 +17,52 @@ import sys
 
 ENV_VAR = "EXECUTORCH_DEVICE_GUARD"
 
-# Every place where ExecuTorch reads tensor bytes on the host, and the three where lowering a
-# program exported on a device fails first: (module, attribute, function in _sites that wraps it,
-# first executorch release that has it). Adding a site is one row here and
-# one function in _sites.
-SITES: tuple[tuple[str, str, str, str], ...] = (
-    ("executorch.exir.emit._emitter", "_Emitter._tensor_spec_to_evalue", "emitter_constant", "1.0.0"),
-    ("executorch.exir.emit._emitter", "_Emitter._emit_prim_getters", "emitter_constant_methods", "1.0.0"),
-    ("executorch.devtools.bundled_program.core", "BundledProgram._emit_bundled_tensor", "bundled_tensor", "1.0.0"),
-    ("executorch.exir._serialize._named_data_store", "NamedDataStore.add_named_data", "named_data", "1.0.0"),
-    ("executorch.exir._serialize._named_data_store", "_tensor_to_bytes", "named_data_bytes", "1.2.0"),
-    ("executorch.backends.xnnpack.operators.node_visitor", "get_param_tensor", "xnnpack_constant", "1.0.0"),
-    ("executorch.backends.xnnpack.operators.node_visitor", "NodeVisitor.get_quant_params", "xnnpack_quant_scales", "1.0.0"),
-    ("executorch.backends.vulkan.serialization.vulkan_graph_builder", "VkGraphBuilder.get_param_tensor", "vulkan_constant", "1.0.0"),
-    ("executorch.exir.verification.verifier", "EXIRATenDialectVerifierBase.__call__", "lowering_verifier", "1.0.0"),
-    ("executorch.exir.program._program", "_generate_edge_program", "edge_program", "1.0.0"),
-    ("executorch.exir.passes", "ToOutVarPass.call", "out_variants", "1.0.0"),
-)
-_MODULES = frozenset(site[0] for site in SITES)
+if False:  # type checkers only: typing.TYPE_CHECKING would import typing at every start
+    from collections.abc import Sequence
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
+
+    from . import _patch
 
 
 class _Finder:
     """Meta path finder that patches a guarded module right after its loader executes it."""
 
     def __init__(self) -> None:
-        # Names being looked up through the other finders; importlib's per-module lock makes this
-        # re-entrancy guard safe across threads.
+        # Names being looked up through the other finders; importlib's per-module lock makes
+        # this re-entrancy guard safe across threads.
         self._finding: set[str] = set()
 
-    def find_spec(self, fullname: str, path: object, target: object = None) -> object:
-        if fullname not in _MODULES or fullname in self._finding:
+    def find_spec(
+        self,
+        fullname: str,
+        path: "Sequence[str] | None",
+        target: "ModuleType | None" = None,
+    ) -> "ModuleSpec | None":
+        if not fullname.startswith("executorch.") or fullname in self._finding:
             return None
         import functools
         import importlib.util
 
+        from . import _patch
+
+        if fullname not in _patch.MODULES:
+            return None
         self._finding.add(fullname)
         try:
             spec = importlib.util.find_spec(fullname)
         finally:
             self._finding.discard(fullname)
-        exec_module = getattr(spec.loader, "exec_module", None) if spec else None
+        loader = spec.loader if spec else None
+        exec_module = getattr(loader, "exec_module", None)
         # A loader shared by several specs may have been wrapped already.
-        if exec_module is not None and getattr(exec_module, "func", None) is not _exec_and_patch:
+        if (
+            exec_module is not None
+            and getattr(exec_module, "func", None) is not _exec_and_patch
+        ):
             try:
-                spec.loader.exec_module = functools.partial(_exec_and_patch, exec_module)
-            except AttributeError:  # a loader with read-only attributes: leave the module alone
+                loader.exec_module = functools.partial(_exec_and_patch, exec_module)  # type: ignore[union-attr, method-assign]
+            except AttributeError:  # a loader with read-only attributes: leave it alone
                 pass
         return spec
 
@@ -71,11 +71,14 @@ def _exec_and_patch(exec_module: object, module: object) -> None:
     exec_module(module)  # type: ignore[operator]
     from . import _patch
 
-    _patch.patch_module(module, SITES)
+    _patch.patch_module(module)  # type: ignore[arg-type]
 
 
 def finder() -> "_Finder | None":
-    return next((f for f in sys.meta_path if isinstance(f, _Finder)), None)
+    for found in sys.meta_path:
+        if isinstance(found, _Finder):
+            return found
+    return None
 
 
 def startup() -> None:
@@ -88,16 +91,15 @@ def install() -> None:
     """Guards the ExecuTorch modules imported from now on and those already imported. Idempotent."""
     if finder() is None:
         sys.meta_path.insert(0, _Finder())
-    loaded = [sys.modules[name] for name in sorted(_MODULES) if name in sys.modules]
-    if loaded:
+    if any(name.startswith("executorch.") for name in sys.modules):
         from . import _patch
 
-        for module in loaded:
-            _patch.patch_module(module, SITES)
+        for name in sorted(_patch.MODULES & set(sys.modules)):
+            _patch.patch_module(sys.modules[name])
 
 
 def uninstall() -> None:
-    """Removes the finder and restores every patched ExecuTorch function."""
+    """Removes the finder, restores every patched function and forgets skips and warnings."""
     installed = finder()
     if installed is not None:
         sys.meta_path.remove(installed)

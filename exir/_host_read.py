@@ -6,17 +6,17 @@
 
 # pyre-strict
 
-from typing import NoReturn, Sequence
+from collections.abc import Iterable, Sequence
+from typing import NoReturn
 
 import torch
-from executorch.exir.error import InternalError
 
 
-def host_read_error(
+def host_read_message(
     subject: str, shape: Sequence[int], dtype: torch.dtype, device: torch.device
-) -> InternalError:
+) -> str:
     """The series' message at each host read of a constant: `subject` names the site's kind of
-    constant and the constant, as the series' code there does ("Constant '0.weight'", "XNNPACK
+    constant and the constant, as the series' code there does ("Constant 'p_0_weight'", "XNNPACK
     constant 'weight'", "XNNPACK per-channel scales of 'weight'", "Vulkan constant 'weight'")."""
     where = (
         "is a meta or fake tensor and holds no data"
@@ -24,19 +24,34 @@ def host_read_error(
         else f"is on {device}, not in host memory. Call torch.export.passes"
         ".move_to_device_pass(exported_program, 'cpu') before lowering"
     )
-    return InternalError(f"{subject} (shape {list(shape)}, dtype {dtype}) {where}.")
+    return f"{subject} (shape {list(shape)}, dtype {dtype}) {where}."
 
 
-def raise_for_device(error: Exception, graph_module: torch.fx.GraphModule, chained: bool = True) -> NoReturn:
-    """The series' lowering errors: the same type with the line that names the first node holding a
-    tensor on a device other than cpu or meta, chained as the series' site does (the verifiers
-    re-raise, ToOutVarPass raises its error with the line); `error` itself for any other program."""
+def device_hint(graph_module: torch.fx.GraphModule) -> str:
+    """The paragraph that the series' follow-up adds where lowering fails: the first node
+    holding a tensor on a device other than cpu or meta, and the way out; '' for the others."""
     for node in graph_module.graph.nodes:
         val = node.meta.get("val")
         if isinstance(val, torch.Tensor) and val.device.type not in ("cpu", "meta"):
-            raise type(error)(
-                f"{str(error).rstrip()}\nThe program holds tensors on {val.device} (node "
-                f"{node.name!r}), so its operators were chosen for that device; to lower it for the host, "
-                "call torch.export.passes.move_to_device_pass(exported_program, 'cpu') first."
-            ) from (error if chained else None)
+            return (
+                f"\n\nThe program holds tensors on {val.device} (node {node.name!r}); "
+                "operators decomposed on that device may have no portable kernel. To lower "
+                "it for the CPU, call torch.export.passes.move_to_device_pass("
+                "exported_program, 'cpu') before to_edge or to_edge_transform_and_lower."
+            )
+    return ""
+
+
+def raise_with_device_hint(
+    error: Exception, graph_modules: Iterable[torch.fx.GraphModule]
+) -> NoReturn:
+    """`error` again, with its traceback, and with the device_hint of the first of
+    `graph_modules` that has one, as the follow-up raises it; as it is if none has one, or
+    it has it."""
+    if "The program holds tensors on " not in str(error):
+        for graph_module in graph_modules:
+            hint = device_hint(graph_module)
+            if hint:
+                error.args = (f"{str(error).rstrip()}{hint}", *error.args[1:])
+                break
     raise error

@@ -4,59 +4,147 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""Wraps the functions that _hook.SITES names, or leaves them alone with one warning.
+"""The table of guarded sites, and the wrapping: each site's function is wrapped, or left alone
+with one warning.
 
-_hook owns the table and the finder and passes in what this module needs from them; this module
-never imports _hook, so the two do not import each other. A site is wrapped only if its function
-is where the table says and its leading parameters carry the names that the wrapper in _sites
-expects; otherwise ExecuTorch's internals differ from the releases this guard was written for,
-and that site keeps ExecuTorch's own behaviour.
+A site is wrapped only if its function is where the table says and its leading parameters carry
+the names that its wrapper in _sites expects; otherwise ExecuTorch's internals differ from the
+releases this guard was written for, and that site keeps ExecuTorch's own behaviour. Loaded with
+the first executorch.* import or status(), before torch: it imports what it needs when it
+needs it. _sites, which imports torch, loads only when wrapping.
 """
 
 import functools
-import inspect
 import re
 import warnings
-from importlib import metadata
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
-
-_MARK = "_executorch_device_guard"
-
-# Site ("module.Class.function") -> (owner, attribute, original function), for uninstall.
-PATCHED: Dict[str, Tuple[Any, str, Callable[..., Any]]] = {}
-# Site -> why it was left alone; status() lists them all.
-SKIPPED: Dict[str, str] = {}
-# The one site warned about: the first that differs from the releases the guard was written for.
-WARNED: List[str] = []
+from typing import Any, NamedTuple
 
 
-def patch_module(module: ModuleType, sites: Sequence[Tuple[str, str, str, str]]) -> None:
-    """Wraps every site of `module` among `sites` (rows of _hook.SITES) that is not wrapped (a reload
-    makes new ones) or skipped."""
-    for module_name, qualname, wrapper, since in sites:
-        site = f"{module_name}.{qualname}"
-        if module_name == module.__name__ and site not in SKIPPED:
-            try:
-                _patch(site, module, qualname, wrapper)
-            except Exception as e:  # never break `import executorch`
-                if _release_before(since):  # the site came later: nothing changed, nothing to say
-                    SKIPPED[site] = f"not in executorch {_executorch_version()} (added in {since})"
-                    continue
-                if not WARNED:
-                    warnings.warn(
-                        f"executorch-device-guard left {site} unpatched: {e}. This ExecuTorch "
-                        "differs from the releases the guard supports, so the sites that differ "
-                        "keep their own behaviour; `python -m executorch_device_guard` lists them.",
-                        RuntimeWarning,
-                        stacklevel=2,
-                    )
-                    WARNED.append(site)
-                SKIPPED[site] = str(e)
+class Site(NamedTuple):
+    """A host read of tensor bytes in ExecuTorch, or a place where lowering a program exported on
+    a device fails first; `wrapper` names its function in _sites, so that the table loads no torch."""
+
+    module: str
+    qualname: str
+    wrapper: str
+    since: str  # the first executorch release that has it
 
 
-@functools.lru_cache(maxsize=None)
-def _executorch_version() -> Optional[str]:
+SITES: tuple[Site, ...] = (
+    Site(
+        "executorch.exir.emit._emitter",
+        "_Emitter._tensor_spec_to_evalue",
+        "emitter_constant",
+        "1.0.0",
+    ),
+    Site(
+        "executorch.exir.emit._emitter",
+        "_Emitter._emit_prim_getters",
+        "emitter_constant_methods",
+        "1.0.0",
+    ),
+    Site(
+        "executorch.devtools.bundled_program.core",
+        "BundledProgram._emit_bundled_tensor",
+        "bundled_tensor",
+        "1.0.0",
+    ),
+    Site(
+        "executorch.exir._serialize._named_data_store",
+        "NamedDataStore.add_named_data",
+        "named_data",
+        "1.0.0",
+    ),
+    Site(
+        "executorch.exir._serialize._named_data_store",
+        "_tensor_to_bytes",
+        "named_data_bytes",
+        "1.2.0",
+    ),
+    Site(
+        "executorch.backends.xnnpack.operators.node_visitor",
+        "get_param_tensor",
+        "xnnpack_constant",
+        "1.0.0",
+    ),
+    Site(
+        "executorch.backends.xnnpack.operators.node_visitor",
+        "NodeVisitor.get_quant_params",
+        "xnnpack_quant_scales",
+        "1.0.0",
+    ),
+    Site(
+        "executorch.backends.vulkan.serialization.vulkan_graph_builder",
+        "VkGraphBuilder.get_param_tensor",
+        "vulkan_constant",
+        "1.0.0",
+    ),
+    Site("executorch.exir.program._program", "to_edge", "to_edge", "1.0.0"),
+    Site(
+        "executorch.exir.program._program",
+        "_generate_edge_program",
+        "edge_program",
+        "1.0.0",
+    ),
+    Site("executorch.exir.passes", "ToOutVarPass.call", "out_variants", "1.0.0"),
+)
+MODULES = frozenset(site.module for site in SITES)
+
+
+class Patched(NamedTuple):
+    owner: Any  # the module or class that holds the function
+    attr: str
+    original: Callable[..., Any]
+    guarded: Callable[..., Any]
+
+
+# What the guard has done in this process; restore_all() empties all three. WARNED holds the
+# one site warned about: the first that differs from the supported releases.
+PATCHED: dict[str, Patched] = {}  # site -> its wrapping
+SKIPPED: dict[str, str] = {}  # site -> why it was left alone
+WARNED: list[str] = []
+
+
+def wrapper(site: Site) -> Callable[..., Any]:
+    """The function of _sites that wraps `site`."""
+    from . import _sites
+
+    return _sites.WRAPPERS[site.wrapper]
+
+
+def patch_module(module: ModuleType, sites: tuple[Site, ...] = SITES) -> None:
+    """Wraps every site of `module` that is not wrapped (a reload makes new ones) or skipped."""
+    for site in sites:
+        name = f"{site.module}.{site.qualname}"
+        if site.module != module.__name__ or name in SKIPPED:
+            continue
+        try:
+            _patch(name, module, site)
+        except Exception as e:  # never break `import executorch`
+            # A site that came later: nothing changed, nothing to say.
+            if _release_before(site.since):
+                SKIPPED[name] = (
+                    f"not in executorch {_executorch_version()} (added in {site.since})"
+                )
+                continue
+            if not WARNED:
+                warnings.warn(
+                    f"executorch-device-guard left {name} unpatched: {e}. This ExecuTorch differs from "
+                    "the releases the guard supports, so the sites that differ keep their own behaviour; "
+                    "`python -m executorch_device_guard` lists them.",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                WARNED.append(name)
+            SKIPPED[name] = str(e)
+
+
+def _executorch_version() -> str | None:
+    # Imported here: the first executorch import loads this module.
+    from importlib import metadata
+
     try:
         return metadata.version("executorch")
     except metadata.PackageNotFoundError:
@@ -66,20 +154,20 @@ def _executorch_version() -> Optional[str]:
 def _release_before(since: str) -> bool:
     """Whether the installed executorch release is older than `since` (unknown: not older)."""
     found = re.match(r"(\d+)\.(\d+)\.(\d+)", _executorch_version() or "")
-    return found is not None and tuple(map(int, found.groups())) < tuple(map(int, since.split(".")))
+    return found is not None and tuple(map(int, found.groups())) < tuple(
+        map(int, since.split("."))
+    )
 
 
-def _patch(site: str, module: ModuleType, qualname: str, wrapper: str) -> None:
-    *path, attr = qualname.split(".")
+def _patch(name: str, module: ModuleType, site: Site) -> None:
+    *path, attr = site.qualname.split(".")
     owner: Any = functools.reduce(getattr, path, module)
     if attr not in vars(owner):
-        raise AttributeError(f"{qualname} is not defined in {module.__name__}")
+        raise AttributeError(f"{site.qualname} is not defined in {module.__name__}")
     original = vars(owner)[attr]
-    if getattr(original, _MARK, False):  # wrapped already, maybe by another copy of this package
+    if name in PATCHED and PATCHED[name].guarded is original:  # install() again
         return
-    from . import _sites
-
-    around = getattr(_sites, wrapper)
+    around = wrapper(site)
     expected = _positional_names(around)[1:]
     found = _positional_names(original)[: len(expected)]
     if found != expected:
@@ -89,31 +177,34 @@ def _patch(site: str, module: ModuleType, qualname: str, wrapper: str) -> None:
     def guarded(*args: Any, **kwargs: Any) -> Any:
         return around(original, *args, **kwargs)
 
-    setattr(guarded, _MARK, True)
     setattr(owner, attr, guarded)
-    PATCHED[site] = (owner, attr, original)
+    PATCHED[name] = Patched(owner, attr, original, guarded)
 
 
-def _positional_names(function: Callable[..., Any]) -> List[str]:
+def _positional_names(function: Callable[..., Any]) -> list[str]:
+    import inspect
+
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     parameters = inspect.signature(function).parameters.values()
     return [p.name for p in parameters if p.kind in kinds]
 
 
 def restore_all() -> None:
-    """Puts every original function back."""
-    for owner, attr, original in PATCHED.values():
-        setattr(owner, attr, original)
+    """Puts every original function back and forgets the skipped sites and the warning."""
+    for patched in PATCHED.values():
+        setattr(patched.owner, patched.attr, patched.original)
     PATCHED.clear()
+    SKIPPED.clear()
+    WARNED.clear()
 
 
 class Status(NamedTuple):
     """Whether the guard is installed, on which ExecuTorch, and which sites it has patched so far."""
 
     installed: bool
-    executorch_version: Optional[str]
-    patched: List[str]
-    skipped: Dict[str, str]
+    executorch_version: str | None
+    patched: list[str]
+    skipped: dict[str, str]
 
 
 def status(installed: bool) -> Status:

@@ -22,7 +22,7 @@ import torch
 _UNREADABLE_SIZE = 1 << 30
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _unreadable_address() -> int:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mmap.restype = ctypes.c_void_p
@@ -72,7 +72,8 @@ def simulate_device(tensor: torch.Tensor) -> torch.Tensor:
     assert real.nbytes() <= _UNREADABLE_SIZE
     simulated = SimulatedDeviceStorage(real.nbytes())  # type: ignore[no-untyped-call]
     simulated.copy_(real)
-    host = tensor.clone()  # what .cpu() gives for a device tensor: the same values and strides
+    # What .cpu() gives for a device tensor: the same values and strides.
+    host = tensor.clone()
     tensor.untyped_storage = lambda: simulated  # type: ignore[method-assign]
     tensor.numpy = _numpy  # type: ignore[method-assign]
     tensor.cpu = lambda: host  # type: ignore[method-assign]

@@ -8,7 +8,6 @@
 file in no target's srcs, an import missing from deps, a dep on no target and a broken BUCK are each a problem."""
 
 import unittest
-from typing import Dict, Optional
 
 from upstream import buck
 
@@ -65,45 +64,87 @@ SERIES = {  # what the series adds or changes
 }
 
 
-def check(patched: Dict[str, str], in_main: Optional[Dict[str, str]] = None) -> buck.Report:
+def check(
+    patched: dict[str, str], in_main: dict[str, str] | None = None
+) -> buck.Report:
     """The series with `patched` on top, against main with `in_main`, as upstream/check.py calls it."""
     main = {**MAIN, **(in_main or {})}
     files = {**main, **SERIES, **patched}
     added = sorted(p for p in files if p not in main)
     changed = sorted({*SERIES, *patched} - set(added))
-    return buck.check(buck.Tree(set(files), files.__getitem__), buck.Tree(set(main), main.__getitem__), added, changed)
+    return buck.check(
+        buck.Tree(set(files), files.__getitem__),
+        buck.Tree(set(main), main.__getitem__),
+        added,
+        changed,
+    )
 
 
 class TestBuck(unittest.TestCase):
     def test_clean_series_has_no_problems(self) -> None:
         report = check({})
         self.assertEqual(report.problems, [])
-        self.assertEqual(report.info, ["exir/emit/_emitter.py: owned by //executorch/exir/emit:emit",
-                                       "exir/emit/test/test_emit.py: owned by //executorch/exir/emit:test_emit",
-                                       "exir/lib.py: owned by //executorch/exir:lib"])
+        self.assertEqual(
+            report.info,
+            [
+                "exir/emit/_emitter.py: owned by //executorch/exir/emit:emit",
+                "exir/emit/test/test_emit.py: owned by //executorch/exir/emit:test_emit",
+                "exir/lib.py: owned by //executorch/exir:lib",
+            ],
+        )
 
     def test_new_file_in_no_srcs(self) -> None:
         report = check({"exir/emit/_extra.py": "import torch\n"})
-        self.assertEqual(report.problems, [
-            "exir/emit/_extra.py: in the srcs of 0 targets (none), must be in exactly one"])
+        self.assertEqual(
+            report.problems,
+            [
+                "exir/emit/_extra.py: in the srcs of 0 targets (none), must be in exactly one"
+            ],
+        )
 
     def test_import_missing_from_deps(self) -> None:
-        report = check({"exir/emit/BUCK": EMIT_BUCK.replace('"//executorch/exir:lib",', "")})
-        self.assertEqual(report.problems, [
-            "//executorch/exir/emit:emit: exir/emit/_emitter.py imports executorch.exir.lib (exir/lib.py, owned by "
-            "//executorch/exir:lib), which is not in its deps"])
+        report = check(
+            {"exir/emit/BUCK": EMIT_BUCK.replace('"//executorch/exir:lib",', "")}
+        )
+        self.assertEqual(
+            report.problems,
+            [
+                "//executorch/exir/emit:emit: exir/emit/_emitter.py imports executorch.exir.lib (exir/lib.py, owned by "
+                "//executorch/exir:lib), which is not in its deps"
+            ],
+        )
 
     def test_dep_on_no_target(self) -> None:
-        report = check({"exir/emit/BUCK": EMIT_BUCK.replace('":emit"', '":emit", "//executorch/exir:lib_typo"')})
-        self.assertEqual(report.problems, [
-            "//executorch/exir/emit:test_emit: dep //executorch/exir:lib_typo names no existing target"])
+        report = check(
+            {
+                "exir/emit/BUCK": EMIT_BUCK.replace(
+                    '":emit"', '":emit", "//executorch/exir:lib_typo"'
+                )
+            }
+        )
+        self.assertEqual(
+            report.problems,
+            [
+                "//executorch/exir/emit:test_emit: dep //executorch/exir:lib_typo names no existing target"
+            ],
+        )
 
     def test_broken_build_file_is_a_problem_unless_main_has_it(self) -> None:
-        broken = EMIT_BUCK + 'fbcode_target(_kind = runtime.python_library, name = 1 + "a")\n'
-        self.assertEqual(check({"exir/emit/BUCK": broken}).problems,
-                         ["exir/emit/BUCK:22:54: Operation `+` not supported for types `int` and `string`"])
-        broken = MAIN["exir/BUCK"] + 'oncall("executorch" + 1)\n'  # oncall: a name that nothing defines
+        broken = (
+            EMIT_BUCK
+            + 'fbcode_target(_kind = runtime.python_library, name = 1 + "a")\n'
+        )
+        self.assertEqual(
+            check({"exir/emit/BUCK": broken}).problems,
+            [
+                "exir/emit/BUCK:22:54: Operation `+` not supported for types `int` and `string`"
+            ],
+        )
+        # oncall: a name that nothing defines.
+        broken = MAIN["exir/BUCK"] + 'oncall("executorch" + 1)\n'
         report = check({"exir/BUCK": broken}, in_main={"exir/BUCK": broken})
         self.assertEqual(report.problems, [])
-        self.assertIn("already in main: exir/BUCK:4:8: Operation `+` not supported for types `string` and `int`",
-                      report.info)
+        self.assertIn(
+            "already in main: exir/BUCK:4:8: Operation `+` not supported for types `string` and `int`",
+            report.info,
+        )

@@ -4,86 +4,109 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""The same cases on a real GPU: every test here is named test_cuda_* and needs CUDA.
-
-GPU runners select them with `pytest test/test_cuda.py` (or `-k cuda`); .ci/gpu fails if any is
-skipped on a machine that has a GPU.
-"""
+"""The guard on a real GPU. Every test here needs CUDA: GPU runners run this file, and .ci/gpu fails
+if one skips there. Guarded, each case runs in this process; unguarded, the ones that crash run in
+a child (test/children.py), where the crash is its exit status."""
 
 import importlib.util
 import unittest
 
 import torch
-from cases import BUNDLE, ChildCaseTest, MODEL, NAMED_DATA, XNNPACK
-from executorch_device_guard._selfcheck import Case, cpu_program_failure, CUDA_CASES, SIGSEGV
-
-_CUDA_BACKEND = MODEL + """
-from executorch.backends.cuda.cuda_backend import CudaBackend
-from executorch.backends.cuda.cuda_partitioner import CudaPartitioner
-from executorch.exir import EdgeCompileConfig
-model, x = model.cuda(), tuple(t.cuda() for t in x)
-edge = to_edge_transform_and_lower(
-    export(model, x),
-    partitioner=[CudaPartitioner([CudaBackend.generate_method_name_compile_spec("forward")])],
-    compile_config=EdgeCompileConfig(_check_ir_validity=False),
+from executorch.devtools import BundledProgram
+from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
+from executorch.devtools.bundled_program.serialize import (
+    serialize_from_bundled_program_to_flatbuffer,
 )
-program = edge.to_executorch()
-assert len(program.buffer) > 0
-"""
+from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+from executorch.exir.error import InternalError
+from executorch_device_guard._selfcheck import SIGSEGV
+from torch.export import export
 
-_BUNDLED = MODEL + BUNDLE + """
-# Test values computed by the CUDA model, as users do.
-inputs = [torch.randn(2, 4).cuda()]
-expected = [model.cuda()(*inputs)]
-on_host = bundle([t.cpu() for t in inputs], [t.cpu() for t in expected])
-assert bundle(inputs, expected) == on_host, "bundled bytes differ from the CPU result"
-"""
+from test import children
+from test.guard import guard_set
+from test.models import linear, stored
 
-_XNNPACK = XNNPACK + """
-model, x = model.cuda(), tuple(t.cuda() for t in x)
-to_edge_transform_and_lower(export(model, x), partitioner=[XnnpackPartitioner()]).to_executorch()
-"""
+ON_CUDA = r"\(shape \[3, 4\], dtype torch.float32\) is on cuda:0, not in host memory"
 
-_NAMED_DATA = NAMED_DATA + """
-for tensor in layouts.values():
-    assert stored(tensor.cuda()) == stored(tensor), "named data differs from the CPU result"
-"""
+
+def bundle(inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> bytes:
+    """A bundled program of the reproducer, lowered on the CPU, with these test values."""
+    program = to_edge_transform_and_lower(
+        export(linear(), (torch.ones(2, 4),))
+    ).to_executorch()
+    suite = MethodTestSuite(
+        "forward", [MethodTestCase(inputs=inputs, expected_outputs=outputs)]
+    )
+    return serialize_from_bundled_program_to_flatbuffer(
+        BundledProgram(program, [suite])
+    )
+
+
+def cuda_values() -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Test values computed by the reproducer on cuda:0."""
+    inputs = [torch.randn(2, 4).cuda()]
+    return inputs, [linear().cuda()(*inputs)]
 
 
 @unittest.skipUnless(torch.cuda.is_available(), "needs a CUDA device")
-class TestCuda(ChildCaseTest):
-    def test_cuda_portable_reproducer(self) -> None:
-        self.assertEqual([c.returncode for c in CUDA_CASES], [SIGSEGV, 1])
-        self.assert_cases(*CUDA_CASES)
+class TestCuda(unittest.TestCase):
+    def assert_crashes_unguarded(self, child: str) -> None:
+        status, _, stderr = children.run(child, guard=False)
+        self.assertEqual(status, SIGSEGV, stderr[-3000:])
 
-    def test_cuda_cpu_program_byte_identical(self) -> None:
-        self.assertIsNone(cpu_program_failure())
+    def test_cuda_portable_reproducer_crashes_unguarded_and_raises_guarded(
+        self,
+    ) -> None:
+        self.assert_crashes_unguarded("cuda_portable")
+        with (
+            guard_set(True),
+            self.assertRaisesRegex(InternalError, f"Constant 'p_0_weight' {ON_CUDA}"),
+        ):
+            children.cuda_portable()
+
+    def test_cuda_xnnpack_crashes_unguarded_and_raises_guarded(self) -> None:
+        self.assert_crashes_unguarded("cuda_xnnpack")
+        with (
+            guard_set(True),
+            self.assertRaisesRegex(
+                InternalError, f"XNNPACK constant '0.weight' {ON_CUDA}"
+            ),
+        ):
+            children.cuda_xnnpack()
+
+    def test_cuda_bundled_values_crash_unguarded_and_bundle_as_on_the_cpu(self) -> None:
+        self.assert_crashes_unguarded("cuda_bundled")
+        inputs, outputs = cuda_values()
+        on_host = bundle([t.cpu() for t in inputs], [t.cpu() for t in outputs])
+        with guard_set(True):
+            self.assertEqual(bundle(inputs, outputs), on_host)
+
+    def test_cuda_named_data_fails_unguarded_and_stores_the_cpu_bytes(self) -> None:
+        tensors = (
+            torch.randn(2, 3, 4, 5),
+            torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last),
+        )
+        with (
+            guard_set(False),
+            self.assertRaisesRegex(TypeError, "can't convert cuda:0"),
+        ):
+            stored(tensors[0].cuda())
+        for tensor in tensors:
+            with self.subTest(stride=tensor.stride()), guard_set(True):
+                self.assertEqual(stored(tensor.cuda()), stored(tensor))
 
     @unittest.skipUnless(
-        importlib.util.find_spec("executorch.backends.cuda") is not None,
-        "this ExecuTorch has no CUDA backend",
+        importlib.util.find_spec("executorch.backends.cuda"), "no CUDA backend"
     )
-    def test_cuda_backend_lowering_still_works(self) -> None:
-        self.assert_cases(Case("CudaPartitioner, guard on", _CUDA_BACKEND, True, 0, ()))
+    def test_cuda_backend_lowering_keeps_its_device_weights(self) -> None:
+        from executorch.backends.cuda.cuda_backend import CudaBackend
+        from executorch.backends.cuda.cuda_partitioner import CudaPartitioner
 
-    def test_cuda_bundled_program_matches_cpu(self) -> None:
-        self.assert_cases(
-            Case("bundled CUDA values, guard off", _BUNDLED, False, SIGSEGV, ()),
-            Case("bundled CUDA values, guard on", _BUNDLED, True, 0, ()),
+        spec = CudaBackend.generate_method_name_compile_spec("forward")
+        edge = to_edge_transform_and_lower(
+            export(linear().cuda(), (torch.ones(2, 4).cuda(),)),
+            partitioner=[CudaPartitioner([spec])],
+            compile_config=EdgeCompileConfig(_check_ir_validity=False),
         )
-
-    def test_cuda_xnnpack(self) -> None:
-        self.assert_cases(
-            Case("xnnpack CUDA model, guard off", _XNNPACK, False, SIGSEGV, ()),
-            Case("xnnpack CUDA model, guard on", _XNNPACK, True, 1, ("InternalError: XNNPACK constant '0.weight'", "cuda:0")),
-        )
-
-    def test_cuda_named_data_matches_cpu(self) -> None:
-        self.assert_cases(
-            Case("named data CUDA, guard off", _NAMED_DATA, False, 1, ("can't convert cuda:0",)),
-            Case("named data CUDA, guard on", _NAMED_DATA, True, 0, ()),
-        )
-
-
-if __name__ == "__main__":
-    unittest.main()
+        with guard_set(True):
+            self.assertGreater(len(edge.to_executorch().buffer), 0)

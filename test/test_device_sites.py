@@ -4,18 +4,19 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""Every guarded site with device memory simulated on the CPU (simulated_device.py).
+"""Every guarded site with the guard on, in this process: device memory simulated on the CPU
+(simulated_device.py) at each host read, and programs exported with fake cuda tensors where
+lowering fails first.
 
 The upstream series tests device constants with `meta` tensors on the CPU and real CUDA behind a
-skip; the package also tests the device branch on machines without a GPU. Run in-process, these
-pass only with the guard: test_sites.py runs each in a child with the guard off, where it crashes
-(SIGSEGV) or fails as ExecuTorch does today.
+skip; the package also tests the device branch on machines without a GPU. test_sites.py runs each
+of these with the guard off, where it crashes (SIGSEGV) or fails as ExecuTorch does today.
 """
 
 import os
 import re
+import traceback
 import unittest
-from typing import List
 
 import torch
 from executorch.backends.vulkan.serialization.vulkan_graph_builder import VkGraphBuilder
@@ -24,56 +25,34 @@ from executorch.backends.xnnpack.operators.quant_params import QuantParams
 from executorch.backends.xnnpack.serialization.xnnpack_graph_schema import XNNGraph
 from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
 from executorch.devtools.bundled_program.core import BundledProgram
-from executorch.devtools.bundled_program.serialize import serialize_from_bundled_program_to_flatbuffer
-from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
-from executorch.exir._serialize._named_data_store import NamedDataStore, NamedDataStoreOutput
+from executorch.devtools.bundled_program.serialize import (
+    serialize_from_bundled_program_to_flatbuffer,
+)
+from executorch.exir import (
+    EdgeCompileConfig,
+    ExecutorchBackendConfig,
+    to_edge,
+    to_edge_transform_and_lower,
+)
+from executorch.exir._serialize._named_data_store import NamedDataStore
 from executorch.exir.backend.utils import DelegateMappingBuilder
 from executorch.exir.error import InternalError
-from simulated_device import simulate_device
+from torch._export.verifier import SpecViolationError
+from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.export import export
 
+from test.guard import guard_set
+from test.models import (
+    EfficientAttention,
+    WithBuffer,
+    WithConstant,
+    WithEmpty,
+    linear,
+    stored,
+)
+from test.simulated_device import simulate_device
+
 ON_CUDA = "is on cuda:0, not in host memory"
-
-
-class WithBuffer(torch.nn.Module):
-    offset: torch.Tensor
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.register_buffer("offset", torch.arange(4.0))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.offset
-
-
-class WithConstant(torch.nn.Module):
-    def __init__(self, device: str) -> None:
-        super().__init__()
-        self.table = torch.arange(4.0, device=device)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.table
-
-
-class WithEmpty(torch.nn.Module):
-    empty: torch.Tensor
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.register_buffer("empty", torch.empty(2, 0))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cat((x, self.empty), dim=1)
-
-
-def linear() -> torch.nn.Module:
-    return torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()
-
-
-def stored(tensor: torch.Tensor) -> NamedDataStoreOutput:
-    store = NamedDataStore()
-    store.add_named_data("w", tensor)
-    return store.get_named_data_store_output()
 
 
 @unittest.skipUnless(os.name == "posix", "simulated device memory needs POSIX mmap")
@@ -82,7 +61,7 @@ class TestSimulatedDevice(unittest.TestCase):
         x = (torch.ones(2, 4),)
         weight, buffer, constant, external = (
             to_edge_transform_and_lower(export(module, x))
-            for module in (linear(), WithBuffer(), WithConstant("cpu"), linear())
+            for module in (linear(), WithBuffer(), WithConstant(), linear())
         )
         simulate_device(weight.exported_program().state_dict["0.weight"])
         simulate_device(buffer.exported_program().state_dict["offset"])
@@ -95,13 +74,21 @@ class TestSimulatedDevice(unittest.TestCase):
             (constant, None, "'c_table' (shape [4]"),
             (external, external_constants, "'p_0_weight' (shape [3, 4]"),
         ):
-            with self.subTest(name=name), self.assertRaisesRegex(InternalError, f"Constant {re.escape(name)}.* {ON_CUDA}"):
+            with (
+                self.subTest(name=name),
+                self.assertRaisesRegex(
+                    InternalError, f"Constant {re.escape(name)}.* {ON_CUDA}"
+                ),
+            ):
                 edge.to_executorch(config)
 
     def test_constant_method_device_value_is_the_cpu_bytes(self) -> None:
         model, table = linear(), torch.arange(6.0).reshape(2, 3)
         on_device, on_host = (
-            to_edge_transform_and_lower(export(model, (torch.ones(2, 4),)), constant_methods={"get_table": value})
+            to_edge_transform_and_lower(
+                export(model, (torch.ones(2, 4),)),
+                constant_methods={"get_table": value},
+            )
             .to_executorch()
             .buffer
             for value in (simulate_device(table.clone()), table)
@@ -115,51 +102,149 @@ class TestSimulatedDevice(unittest.TestCase):
 
     def test_bundled_device_values_are_the_cpu_bytes(self) -> None:
         model = linear()
-        program = to_edge_transform_and_lower(export(model, (torch.ones(2, 4),))).to_executorch()
+        program = to_edge_transform_and_lower(
+            export(model, (torch.ones(2, 4),))
+        ).to_executorch()
         inputs = [torch.randn(2, 4)]
-        outputs: List[torch.Tensor] = [model(*inputs)]
+        outputs: list[torch.Tensor] = [model(*inputs)]
 
-        def bundle(inputs: List[torch.Tensor], outputs: List[torch.Tensor]) -> bytes:
-            suite = MethodTestSuite("forward", [MethodTestCase(inputs=inputs, expected_outputs=outputs)])
-            return serialize_from_bundled_program_to_flatbuffer(BundledProgram(program, [suite]))
+        def bundle(inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> bytes:
+            suite = MethodTestSuite(
+                "forward", [MethodTestCase(inputs=inputs, expected_outputs=outputs)]
+            )
+            return serialize_from_bundled_program_to_flatbuffer(
+                BundledProgram(program, [suite])
+            )
 
-        on_device = bundle([simulate_device(t.clone()) for t in inputs], [simulate_device(t.clone()) for t in outputs])
+        on_device = bundle(
+            [simulate_device(t.clone()) for t in inputs],
+            [simulate_device(t.clone()) for t in outputs],
+        )
         self.assertEqual(on_device, bundle(inputs, outputs))
 
     def test_named_device_data_is_the_cpu_bytes(self) -> None:
         channels_last = torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last)
         for tensor in (torch.randn(2, 3, 4, 5), channels_last, channels_last[1:]):
             with self.subTest(stride=tensor.stride()):
-                self.assertEqual(stored(simulate_device(tensor.clone())), stored(tensor.clone()))
+                self.assertEqual(
+                    stored(simulate_device(tensor.clone())), stored(tensor.clone())
+                )
+
+    def test_named_data_of_a_channels_last_view_is_its_own_values(self) -> None:
+        view = (
+            torch.arange(120.0)
+            .reshape(2, 3, 4, 5)
+            .to(memory_format=torch.channels_last)[1:]
+        )
+        output = stored(view)
+        layout = output.pte_data["w"].tensor_layout
+        buffer = output.buffers[output.pte_data["w"].buffer_index]
+        values = torch.frombuffer(bytearray(buffer), dtype=view.dtype)
+        self.assertEqual(layout.dim_order, [0, 2, 3, 1])
+        self.assertTrue(
+            torch.equal(values.reshape(1, 4, 5, 3).permute(0, 3, 1, 2), view)
+        )
 
     def test_xnnpack_weight_and_scales_raise(self) -> None:
         program = export(linear(), (torch.ones(2, 4),))
         (weight,) = [n for n in program.graph.nodes if n.name == "p_0_weight"]
         graph = XNNGraph(
-            version="0", xnodes=[], xvalues=[], num_externs=0, input_ids=[], output_ids=[], constant_data=[]
+            version="0",
+            xnodes=[],
+            xvalues=[],
+            num_externs=0,
+            input_ids=[],
+            output_ids=[],
+            constant_data=[],
         )
         scales = QuantParams(
-            per_channel=True, q_input=weight, scale=simulate_device(torch.full((3,), 0.1)), zp=torch.zeros(3),
-            axis=0, dtype=torch.int8, qmax=127, qmin=-127, is_output=False, is_input=False,
+            per_channel=True,
+            q_input=weight,
+            scale=simulate_device(torch.full((3,), 0.1)),
+            zp=torch.zeros(3),
+            axis=0,
+            dtype=torch.int8,
+            qmax=127,
+            qmin=-127,
+            is_output=False,
+            is_input=False,
         )
         visitor = NodeVisitor(program, {}, NamedDataStore())
-        with self.assertRaisesRegex(InternalError, f"XNNPACK per-channel scales of '0.weight' .* {ON_CUDA}"):
+        with self.assertRaisesRegex(
+            InternalError, f"XNNPACK per-channel scales of '0.weight' .* {ON_CUDA}"
+        ):
             visitor.get_quant_params(scales, graph)
         simulate_device(program.state_dict["0.weight"])
-        with self.assertRaisesRegex(InternalError, f"XNNPACK constant '0.weight' .* {ON_CUDA}"):
+        with self.assertRaisesRegex(
+            InternalError, f"XNNPACK constant '0.weight' .* {ON_CUDA}"
+        ):
             visitor.get_serialized_buffer_index(
-                weight, graph, vals_to_ids={}, convert_to_nhwc=False, swap_in_out_for_weights=False,
+                weight,
+                graph,
+                vals_to_ids={},
+                convert_to_nhwc=False,
+                swap_in_out_for_weights=False,
                 quant_params=None,
             )
 
     def test_vulkan_weight_raises(self) -> None:
         program = export(linear(), (torch.ones(2, 4),))
         simulate_device(program.state_dict["0.weight"])
-        builder = VkGraphBuilder(program, DelegateMappingBuilder(generated_identifiers=True))
+        builder = VkGraphBuilder(
+            program, DelegateMappingBuilder(generated_identifiers=True)
+        )
         (weight,) = [n for n in program.graph.nodes if n.name == "p_0_weight"]
-        with self.assertRaisesRegex(InternalError, f"Vulkan constant '0.weight' .* {ON_CUDA}"):
+        with self.assertRaisesRegex(
+            InternalError, f"Vulkan constant '0.weight' .* {ON_CUDA}"
+        ):
             builder.maybe_add_constant_tensor(weight)
 
 
-if __name__ == "__main__":
-    unittest.main()
+class TestLowering(unittest.TestCase):
+    def lowering_errors(self, device: str) -> list[Exception]:
+        """What to_edge, to_edge_transform_and_lower, and to_executorch unvalidated raise."""
+        with FakeTensorMode():
+            program = export(
+                EfficientAttention(), (torch.empty(1, 2, 4, 8, device=device),)
+            )
+        unchecked = EdgeCompileConfig(_check_ir_validity=False)
+        errors = []
+        for lower in (
+            lambda: to_edge(program),
+            lambda: to_edge_transform_and_lower(program),
+            lambda: to_edge(program, compile_config=unchecked).to_executorch(),
+        ):
+            try:  # not assertRaises, which drops the traceback
+                lower()
+            except (SpecViolationError, RuntimeError) as error:
+                errors.append(error)
+            else:
+                self.fail("lowering passed")
+        return errors
+
+    def test_lowering_errors_name_the_device_and_the_way_out(self) -> None:
+        for error in self.lowering_errors("cuda"):
+            with self.subTest(type(error).__name__):
+                self.assertRegex(
+                    str(error),
+                    r"\n\nThe program holds tensors on cuda:0 \(node 'q'\); operators decomposed on "
+                    r"that device may have no portable kernel\. To lower it for the CPU, call "
+                    r"torch\.export\.passes\.move_to_device_pass\(exported_program, 'cpu'\) before "
+                    r"to_edge or to_edge_transform_and_lower\.$",
+                )
+                raised_in = traceback.extract_tb(error.__traceback__)[-1].filename
+                where = (
+                    "verifier.py" if isinstance(error, SpecViolationError) else "passes"
+                )
+                self.assertIn(where, raised_in)
+
+    def test_lowering_errors_of_host_programs_are_word_for_word_as_unguarded(
+        self,
+    ) -> None:
+        for device in ("cpu", "meta"):
+            with guard_set(False):
+                unguarded = [str(error) for error in self.lowering_errors(device)]
+            with guard_set(True):
+                self.assertEqual(
+                    [str(error) for error in self.lowering_errors(device)], unguarded
+                )

@@ -20,7 +20,6 @@ older than the runtime expects). Expected outputs come from a CPU copy of each m
 import copy
 import sys
 from pathlib import Path
-from typing import Dict, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -50,24 +49,41 @@ class Attention(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         q = self.q(x).unflatten(-1, (4, 16)).transpose(1, 2)
-        k, v = (t.unflatten(-1, (self.kv_heads, 16)).transpose(1, 2) for t in self.kv(x).chunk(2, dim=-1))
+        k, v = (
+            t.unflatten(-1, (self.kv_heads, 16)).transpose(1, 2)
+            for t in self.kv(x).chunk(2, dim=-1)
+        )
         if self.kind == "grouped_query":
             k, v = (t.repeat_interleave(2, dim=1) for t in (k, v))
         mask = None
         if self.kind == "masked":
-            mask = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool, device=x.device).tril()
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=self.kind != "masked")
+            mask = torch.ones(
+                x.shape[1], x.shape[1], dtype=torch.bool, device=x.device
+            ).tril()
+        y = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=self.kind != "masked"
+        )
         return self.out(y.transpose(1, 2).flatten(2))
 
 
-def models() -> Dict[str, Tuple[torch.nn.Module, torch.Tensor]]:
+def models() -> dict[str, tuple[torch.nn.Module, torch.Tensor]]:
     torch.manual_seed(0)
-    layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32, batch_first=True)
+    layer = torch.nn.TransformerEncoderLayer(
+        d_model=16, nhead=2, dim_feedforward=32, batch_first=True
+    )
     x = torch.randn(1, 32, 64)
     return {
-        "reproducer": (torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()), torch.randn(2, 4)),
+        "reproducer": (
+            torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()),
+            torch.randn(2, 4),
+        ),
         "device_created": (DeviceCreated(), torch.randn(2, 4)),
-        "transformer": (torch.nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False), torch.randn(1, 5, 16)),
+        "transformer": (
+            torch.nn.TransformerEncoder(
+                layer, num_layers=2, enable_nested_tensor=False
+            ),
+            torch.randn(1, 5, 16),
+        ),
         "causal": (Attention("causal"), x),
         "masked": (Attention("masked"), x),
         "grouped_query": (Attention("grouped_query"), x),
@@ -78,13 +94,19 @@ def models() -> Dict[str, Tuple[torch.nn.Module, torch.Tensor]]:
 ATTENTION = ("transformer", "causal", "masked", "grouped_query", "causal_bf16")
 
 
-def lower(program: "torch.export.ExportedProgram", backend: str, validate: bool = True) -> bytes:
-    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+def lower(
+    program: "torch.export.ExportedProgram", backend: str, validate: bool = True
+) -> bytes:
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
+        XnnpackPartitioner,
+    )
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
     partitioner = [XnnpackPartitioner()] if backend == "xnnpack" else []
     config = EdgeCompileConfig(_check_ir_validity=validate)
-    edge = to_edge_transform_and_lower(program, partitioner=partitioner, compile_config=config)
+    edge = to_edge_transform_and_lower(
+        program, partitioner=partitioner, compile_config=config
+    )
     return edge.to_executorch().buffer
 
 
@@ -98,7 +120,13 @@ def errors() -> int:
     for name in ATTENTION:
         model, x = models()[name]
         program = export(model.eval().cuda(), (x.cuda(),))
-        ops = sorted({str(n.target) for n in program.run_decompositions().graph.nodes if "attention" in str(n.target)})
+        ops = sorted(
+            {
+                str(n.target)
+                for n in program.run_decompositions().graph.nodes
+                if "attention" in str(n.target)
+            }
+        )
         print(f"{name}: decomposed on cuda:0 to {', '.join(ops)}")
         for backend in ("portable", "xnnpack"):
             for validate in (True, False):
@@ -107,10 +135,15 @@ def errors() -> int:
                     message, kind = "lowered", "-"
                 except Exception as error:  # what the user sees
                     message, kind = str(error), type(error).__name__
-                named = "cuda:0" in message and "move_to_device_pass(exported_program, 'cpu')" in message
+                named = (
+                    "cuda:0" in message
+                    and "move_to_device_pass(exported_program, 'cpu')" in message
+                )
                 unnamed += not named
                 config = "default" if validate else "_check_ir_validity=False"
-                print(f"  {backend}, {config}: {kind}, {'names' if named else 'DOES NOT NAME'} the device and the call")
+                print(
+                    f"  {backend}, {config}: {kind}, {'names' if named else 'DOES NOT NAME'} the device and the call"
+                )
                 print("    " + message.strip().replace("\n", "\n    ")[:1200])
     print(f"{unnamed} error(s) without the device and the call")
     return 1 if unnamed else 0
@@ -128,7 +161,9 @@ def export_all(out: Path) -> None:
         program = move_to_device_pass(export(model.cuda(), (x.cuda(),)), "cpu")
         for backend in ("portable", "xnnpack"):
             (out / f"{name}-{backend}.pte").write_bytes(lower(program, backend))
-            print(f"{name}: exported on {next(model.parameters()).device}, moved, lowered to {backend}")
+            print(
+                f"{name}: exported on {next(model.parameters()).device}, moved, lowered to {backend}"
+            )
     torch.save(expected, out / "expected.pt")
 
 
@@ -144,7 +179,9 @@ def run_all(folder: Path) -> int:
         difference = (output.float() - reference.float()).abs().max().item()
         limit = 1e-4 if reference.dtype == torch.float32 else 5e-2
         failed += difference >= limit
-        print(f"{pte.name}: max abs difference from the CPU model {difference:.2e} ({reference.dtype}, limit {limit:g})")
+        print(
+            f"{pte.name}: max abs difference from the CPU model {difference:.2e} ({reference.dtype}, limit {limit:g})"
+        )
     print(f"{failed} program(s) over their limit")
     return 1 if failed else 0
 

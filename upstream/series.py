@@ -4,18 +4,20 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""The series' loop: upstream/*.patch are the source, edited as commits in an ExecuTorch checkout.
+"""The series' patch files are the source, edited as commits in an ExecuTorch checkout.
 
-    python -m upstream.series apply CHECKOUT REF   # branch device-guard at REF, `git am` the series
+    python -m upstream.series apply CHECKOUT REF  # branch device-guard at REF, `git am`
     # edit, test and commit there (`git commit --amend`, `git rebase -i device-guard-base`)
-    python -m upstream.series export CHECKOUT      # `git format-patch` the branch back into upstream/
+    python -m upstream.series export CHECKOUT     # `git format-patch` it into upstream/
+    python -m upstream.series copy DEST           # DEST/executorch: the installed release
+                                                  # with every patch applied
 
-`apply` tags REF as device-guard-base, so that `export` writes the commits above it and nothing
-else; it refuses a branch that exists (delete it to start over). Each commit message is its PR text.
-A patch keeps its file name while its subject stays; a new subject gets format-patch's name. Export
-ignores the user's and the system's git config (cover letters, sign-offs, diff prefixes), and
-`--zero-commit`, `--no-signature` and 12-digit hashes keep the files free of local commit ids and of
-the git version.
+--followup does the same on branch device-guard-followup for upstream/followup/, the patches
+that need an upstream issue first. `apply` tags REF as device-guard-base, so that `export`
+writes the commits above it and nothing else; it refuses a branch that exists. Each commit
+message is its PR text. A patch keeps its file name while its subject stays. Export ignores
+the user's and the system's git config, and `--zero-commit`, `--no-signature` and 12-digit
+hashes keep the files free of local commit ids and of the git version.
 """
 
 import argparse
@@ -26,66 +28,152 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import List, Optional, Sequence
+
+from upstream import NOT_IN_WHEEL
 
 SERIES = Path(__file__).resolve().parent
-BRANCH, BASE = "device-guard", "device-guard-base"
+FOLLOWUP = SERIES / "followup"
+BASE = "device-guard-base"
+BRANCHES = {SERIES: "device-guard", FOLLOWUP: "device-guard-followup"}
+# No user or system git config.
+GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 
 
-def patches(folder: Path = SERIES) -> List[Path]:
+def patches(folder: Path = SERIES) -> list[Path]:
     return sorted(folder.glob("[0-9][0-9][0-9][0-9]-*.patch"))
+
+
+def every_patch() -> list[Path]:
+    """The merge set, then the follow-ups; each applies alone to main and after the others."""
+    return [*patches(), *patches(FOLLOWUP)]
 
 
 def git(checkout: Path, *args: str, **env: str) -> str:
     """git's output; its errors go to the terminal."""
-    return subprocess.run(["git", "-C", str(checkout), *args], check=True, stdout=subprocess.PIPE, text=True,
-                          env={**os.environ, **env}).stdout
+    command = ["git", "-C", str(checkout), *args]
+    env = {**os.environ, **env}
+    return subprocess.run(
+        command, check=True, stdout=subprocess.PIPE, text=True, env=env
+    ).stdout
 
 
 def subject(path: Path) -> str:
-    return re.sub(r"^\[PATCH[^]]*\] ", "", " ".join(email.message_from_string(path.read_text())["Subject"].split()))
+    text = email.message_from_string(path.read_text())["Subject"]
+    return re.sub(r"^\[PATCH[^]]*\] ", "", " ".join(text.split()))
 
 
-def apply(checkout: Path, ref: str) -> None:
-    git(checkout, "checkout", "-q", "-b", BRANCH, ref)
+def apply(checkout: Path, ref: str, folder: Path = SERIES) -> None:
+    git(checkout, "checkout", "-q", "-b", BRANCHES[folder], ref)
     git(checkout, "tag", "-f", BASE, ref)
-    git(checkout, "am", "-q", "--3way", *(str(path) for path in patches()))
+    git(checkout, "am", "-q", "--3way", *(str(path) for path in patches(folder)))
 
 
-def export(checkout: Path, folder: Path = SERIES) -> None:
-    stopped = Path(checkout, git(checkout, "rev-parse", "--git-path", "rebase-apply").strip()).exists()
+def export(checkout: Path, folder: Path = SERIES, out: Path | None = None) -> None:
+    """Writes the branch of `folder`'s patches into `out` (default: `folder`)."""
+    branch, out = BRANCHES[folder], out or folder
+    stopped = Path(
+        checkout, git(checkout, "rev-parse", "--git-path", "rebase-apply").strip()
+    )
     dirty = git(checkout, "status", "--porcelain", "--untracked-files=no")
-    if git(checkout, "rev-parse", "--abbrev-ref", "HEAD").strip() != BRANCH or stopped or dirty:
-        sys.exit(f"export needs {BRANCH} checked out, no changes, and no rebase or am stopped")
+    if (
+        git(checkout, "rev-parse", "--abbrev-ref", "HEAD").strip() != branch
+        or stopped.exists()
+        or dirty
+    ):
+        sys.exit(
+            f"export needs {branch} checked out, no changes, and no rebase or am stopped"
+        )
     with tempfile.TemporaryDirectory() as tmp:
-        git(checkout, "-c", "core.abbrev=12", "format-patch", "-q", "--zero-commit", "--no-signature", "-o", tmp,
-            f"{BASE}..{BRANCH}", GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
+        git(
+            checkout, "-c", "core.abbrev=12", "format-patch", "-q", "--zero-commit",
+            "--no-signature", "-o", tmp, f"{BASE}..{branch}", **GIT_ENV,
+        )  # fmt: skip
         if not patches(Path(tmp)):
             sys.exit(f"no commits above {BASE}")
-        names = {subject(path): path.name[4:] for path in patches(folder)}
-        for path in patches(folder):
+        names = {subject(path): path.name[4:] for path in patches(out)}
+        for path in patches(out):
             path.unlink()
         for path in patches(Path(tmp)):
-            shutil.move(path, folder / (path.name[:4] + names.get(subject(path), path.name[4:])))
+            shutil.move(
+                path, out / (path.name[:4] + names.get(subject(path), path.name[4:]))
+            )
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    apply_parser = commands.add_parser("apply", help="branch at REF and `git am` the series")
-    apply_parser.add_argument("checkout", type=Path)
-    apply_parser.add_argument("ref", help="the upstream revision to build on, e.g. main")
-    commands.add_parser("export", help="`git format-patch` the branch into upstream/").add_argument("checkout", type=Path)
-    args = parser.parse_args(argv)
+def _link(source: str, target: str) -> None:
     try:
-        if args.command == "apply":
-            apply(args.checkout, args.ref)
-        else:
-            export(args.checkout)
+        os.link(source, target)
+    except OSError:  # another filesystem, or hard links not allowed there
+        shutil.copy2(source, target)
+
+
+def copy_package(root: Path, site: Path) -> Path:
+    """site/executorch: a copy of the executorch folder `root`, without bytecode caches. Its
+    files are hard links where it can (0.3 s, not 5 s, for 4,500 files): `git apply`, which is
+    what changes a copy, replaces each file that it changes, so the installed release stays."""
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(root, site / "executorch", ignore=ignore, copy_function=_link)
+    return site / "executorch"
+
+
+def git_apply(tree: Path, paths: Sequence[Path], *options: str) -> str | None:
+    """`git apply` of each patch in turn onto `tree`, never fuzzy: git's error, or None."""
+    env = {**GIT_ENV, "GIT_CEILING_DIRECTORIES": str(tree.resolve().parent)}
+    for path in paths:
+        done = subprocess.run(
+            ["git", "apply", *options, str(path)],
+            cwd=tree,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode:
+            return f"{path.name}: {done.stderr}{done.stdout}"
+    return None
+
+
+def wheel_options() -> list[str]:
+    """git apply's options for a copy of the wheel, which lacks these paths."""
+    return [f"--exclude={pattern}" for pattern in NOT_IN_WHEEL]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--followup", action="store_true", help="upstream/followup/")
+    commands = parser.add_subparsers(dest="command", required=True)
+    apply_parser = commands.add_parser(
+        "apply", help="branch at REF and `git am` the series"
+    )
+    apply_parser.add_argument("checkout", type=Path)
+    apply_parser.add_argument(
+        "ref", help="the upstream revision to build on, e.g. main"
+    )
+    commands.add_parser(
+        "export", help="`git format-patch` into upstream/"
+    ).add_argument("checkout", type=Path)
+    copy = commands.add_parser("copy", help="the installed release, patched, into DEST")
+    copy.add_argument("dest", type=Path)
+    copy.add_argument(
+        "options", nargs="*", help="more git apply options: --include=GLOB ..."
+    )
+    args = parser.parse_args(argv)
+    folder = FOLLOWUP if args.followup else SERIES
+    if args.command == "copy":
+        from upstream.suites import executorch_root
+
+        tree = copy_package(executorch_root(), args.dest)
+        error = git_apply(tree, every_patch(), *wheel_options(), *args.options)
+        print(error or args.dest / "executorch")
+        return 1 if error else 0
+    try:
+        apply(args.checkout, args.ref, folder) if args.command == "apply" else export(
+            args.checkout, folder
+        )
     except subprocess.CalledProcessError as error:  # git said why, above
         return error.returncode
-    print("\n".join(git(args.checkout, "log", "--oneline", f"{BASE}..{BRANCH}").splitlines()[::-1]))
+    log = git(args.checkout, "log", "--oneline", f"{BASE}..{BRANCHES[folder]}")
+    print("\n".join(log.splitlines()[::-1]))
     return 0
 
 

@@ -1,0 +1,216 @@
+# Copyright (c) executorch-device-guard authors.
+# All rights reserved.
+#
+# This source code is licensed under the BSD-style license found in the
+# LICENSE file in the root directory of this source tree.
+
+"""The programs that tests run in a fresh interpreter, by name: `python -m test.children NAME`.
+
+Only where the behaviour needs one: what the startup line does, an install in another
+environment, a reproducer that can die of a signal, and a patched copy of ExecuTorch, which
+cannot be imported beside the installed one. A child prints what its function returns as JSON.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run(
+    name: str, guard: bool, python: str = sys.executable, pythonpath: str = ""
+) -> Any:
+    """Runs child NAME with the guard's startup hook on or off: (exit status, stdout, stderr)."""
+    env = {**os.environ, "EXECUTORCH_DEVICE_GUARD": "1" if guard else "0"}
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    done = subprocess.run(
+        [python, "-m", "test.children", name],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def result(stdout: str) -> Any:
+    """What the child's function returned."""
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def startup() -> dict[str, Any]:
+    """What interpreter start imported of torch, ExecuTorch and the package, and its finders."""
+    from executorch_device_guard import _hook
+
+    ours = ("torch", "executorch", "executorch_device_guard")
+    return {
+        "modules": sorted(m for m in sys.modules if m.split(".")[0] in ours),
+        "finders": sum(isinstance(f, _hook._Finder) for f in sys.meta_path),
+    }
+
+
+def meta_model() -> None:
+    """The reproducer on meta: with the guard, "holds no data"; without, "NULL pointer access"."""
+    import torch
+    from executorch.exir import to_edge_transform_and_lower
+    from torch.export import export
+
+    from test.models import linear
+
+    model = linear().to("meta")
+    to_edge_transform_and_lower(
+        export(model, (torch.ones(2, 4, device="meta"),))
+    ).to_executorch()
+
+
+def messages() -> dict[str, str]:
+    """The error that each raising site gives: for meta constants, for constants in device memory
+    simulated on the CPU, and for lowering a program exported with fake cpu or cuda inputs."""
+    import torch
+    from executorch.backends.vulkan.serialization.vulkan_graph_builder import (
+        VkGraphBuilder,
+    )
+    from executorch.backends.xnnpack.operators.node_visitor import NodeVisitor
+    from executorch.backends.xnnpack.serialization.xnnpack_graph_schema import XNNGraph
+    from executorch.exir import EdgeCompileConfig, to_edge, to_edge_transform_and_lower
+    from executorch.exir._serialize._named_data_store import NamedDataStore
+    from executorch.exir.backend.utils import DelegateMappingBuilder
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.export import export
+
+    from test.models import EfficientAttention, linear
+    from test.simulated_device import SimulatedDeviceStorage, simulate_device
+
+    found: dict[str, str] = {}
+
+    def record(name: str, call: Callable[[], object]) -> None:
+        try:
+            call()
+            found[name] = "no error"
+        except Exception as error:
+            found[name] = f"{type(error).__name__}: {error}"
+
+    for kind, device in (("meta", "meta"), ("device", "cpu")):
+        program = export(linear().to(device), (torch.ones(2, 4, device=device),))
+        edge = to_edge_transform_and_lower(program)
+        if kind == "device":
+            for weights in (edge.exported_program().state_dict, program.state_dict):
+                if not isinstance(
+                    weights["0.weight"].untyped_storage(), SimulatedDeviceStorage
+                ):
+                    simulate_device(weights["0.weight"])
+        record(f"emitter, {kind}", edge.to_executorch)
+        (weight,) = [n for n in program.graph.nodes if n.name == "p_0_weight"]
+        visitor = NodeVisitor(program, {}, NamedDataStore())
+        graph = XNNGraph("0", [], [], 0, [], [], [])
+        read = visitor.get_serialized_buffer_index
+        record(
+            f"XNNPACK weight, {kind}",
+            partial(read, weight, graph, {}, False, False, None),
+        )
+        builder = VkGraphBuilder(
+            program, DelegateMappingBuilder(generated_identifiers=True)
+        )
+        record(
+            f"Vulkan weight, {kind}", partial(builder.maybe_add_constant_tensor, weight)
+        )
+    unchecked = EdgeCompileConfig(_check_ir_validity=False)
+    for device in ("cpu", "cuda"):
+        with FakeTensorMode():
+            attention = export(
+                EfficientAttention(), (torch.empty(1, 2, 4, 8, device=device),)
+            )
+        record(f"to_edge, {device}", partial(to_edge, attention))
+        record(
+            f"to_edge_transform_and_lower, {device}",
+            partial(to_edge_transform_and_lower, attention),
+        )
+        unvalidated = partial(to_edge, attention, compile_config=unchecked)
+        record(
+            f"to_executorch unvalidated, {device}",
+            lambda edge=unvalidated: edge().to_executorch(),
+        )
+    return found
+
+
+def cuda_portable() -> None:
+    """The issue's reproducer on cuda:0, to the portable path."""
+    import torch
+    from executorch.exir import to_edge_transform_and_lower
+    from torch.export import export
+
+    from test.models import linear
+
+    model = linear().cuda()
+    to_edge_transform_and_lower(
+        export(model, (torch.ones(2, 4).cuda(),))
+    ).to_executorch()
+
+
+def cuda_xnnpack() -> None:
+    """The same, to XNNPACK."""
+    import torch
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
+        XnnpackPartitioner,
+    )
+    from executorch.exir import to_edge_transform_and_lower
+    from torch.export import export
+
+    from test.models import linear
+
+    program = export(linear().cuda(), (torch.ones(2, 4).cuda(),))
+    to_edge_transform_and_lower(
+        program, partitioner=[XnnpackPartitioner()]
+    ).to_executorch()
+
+
+def cuda_bundled() -> None:
+    """Bundled test values computed on cuda:0, as users compute them."""
+    from test.test_cuda import bundle, cuda_values
+
+    bundle(*cuda_values())
+
+
+def emitter_cuda_test(site: str) -> None:
+    """The series' CUDA test of the emitter in SITE/executorch, importable only through
+    sys.path set here, as in a Buck PAR: pytest's exit status, or the signal that ended it."""
+    import pytest
+
+    sys.path.insert(0, site)
+    test = "exir/emit/test/test_emit.py::TestEmit::test_cuda_constant_raises_instead_of_crashing"
+    sys.exit(
+        pytest.main(
+            ["-p", "no:cacheprovider", "-c", os.devnull, f"{site}/executorch/{test}"]
+        )
+    )
+
+
+CHILDREN: dict[str, Callable[..., object | None]] = {
+    f.__name__: f
+    for f in (
+        startup,
+        meta_model,
+        messages,
+        cuda_portable,
+        cuda_xnnpack,
+        cuda_bundled,
+        emitter_cuda_test,
+    )
+}
+
+
+def main(argv: list[str]) -> None:
+    returned = CHILDREN[argv[1]](*argv[2:])
+    if returned is not None:
+        print(json.dumps(returned))
+
+
+if __name__ == "__main__":
+    main(sys.argv)
