@@ -14,18 +14,20 @@ import os
 import re
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import nox
 
 sys.path.insert(0, os.path.dirname(__file__))
 from upstream import BASE_RELEASE  # noqa: E402
+from upstream.suites import Run, parse_junit, table  # noqa: E402
 
 nox.options.default_venv_backend = "virtualenv"
 nox.options.sessions = ["lint", "tests"]
 
-TORCH = "torch==2.13.0"
-OTHER_RELEASE = "1.4.1"  # the tests session's second release, the newest before BASE_RELEASE's minor
+TORCH, BASE = "torch==2.13.0", f"executorch=={BASE_RELEASE}"
+OTHER_RELEASE = "1.4.1"  # the newest before BASE_RELEASE's minor
 # The tests whose outcome depends on the ExecuTorch release; the others (installs, the
 # benchmark, the Buck check) test this repository's tools, on BASE_RELEASE only.
 RELEASE_TESTS = (
@@ -49,10 +51,8 @@ COMPAT = (
     ("1.5.1", "2.13.0", "0.18.0"),
     ("1.5.1", "2.14.1", "0.18.0"),
 )
-# Releases that ship flatc, but do not find it.
-SHIPPED_FLATC = ("1.0.0", "1.0.1", "1.1.0", "1.2.0", "1.3.1")
-# Each run's raw results, committed: RUN.txt and RUN.xml.
-COMPAT_DIR = Path("test/compat")
+SHIPPED_FLATC = ("1.0.0", "1.0.1", "1.1.0", "1.2.0", "1.3.1")  # ship it, do not find it
+COMPAT_DIR = Path("test/compat")  # each run's raw results, committed: RUN.txt, RUN.xml
 PYTEST = ("pytest", "-n", "2", "-rs")
 
 
@@ -76,8 +76,9 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """Every test on BASE_RELEASE, then RELEASE_TESTS with OTHER_RELEASE in its place, in one
-    environment: torch, the same pin for both, is installed once. CUDA tests skip without a GPU."""
-    install(session, TORCH, f"executorch=={BASE_RELEASE}", "-e", ".[test]")
+    environment: torch, the same pin for both, is installed once. CUDA tests skip without a
+    GPU."""
+    install(session, TORCH, BASE, "-e", ".[test]")
     session.run(*PYTEST, *session.posargs)
     install(session, TORCH, f"executorch=={OTHER_RELEASE}")
     session.run(*PYTEST, *RELEASE_TESTS, *session.posargs)
@@ -88,100 +89,124 @@ def tests(session: nox.Session) -> None:
 def compat(session: nox.Session, executorch: str, torch: str, torchao: str) -> None:
     """The release's tests and self-check into COMPAT_DIR; compat_table renders them all."""
     session.notify("compat_table")
-    name = f"{executorch}-torch{torch}"
-    # A run that stops early leaves no row, rather than an old one.
-    for suffix in ("txt", "xml"):
-        (COMPAT_DIR / f"{name}.{suffix}").unlink(missing_ok=True)
-    install(
-        session,
-        f"torch=={torch}",
-        f"torchao=={torchao}",
-        f"executorch=={executorch}",
-        "-e",
-        ".[test]",
-    )
-    lines = ""
+    name, here = f"{executorch}-torch{torch}", os.getcwd() + os.sep
+    text, junit = COMPAT_DIR / f"{name}.txt", COMPAT_DIR / f"{name}.xml"
+    text.unlink(missing_ok=True)  # a run that stops early leaves no row, not an old one
+    junit.unlink(missing_ok=True)
+    pins = (f"torch=={torch}", f"torchao=={torchao}", f"executorch=={executorch}")
+    install(session, *pins, "-e", ".[test]")
+    status = ""
     if executorch in SHIPPED_FLATC:
         code = "import importlib.util as u; print(u.find_spec('executorch').submodule_search_locations[0])"
         folder = session.run("python", "-c", code, silent=True).strip()
         session.env["FLATC_EXECUTABLE"] = f"{folder}/data/bin/flatc"
-        lines = "FLATC_EXECUTABLE: the wheel's executorch/data/bin/flatc\n"
-    # A failing self-check still lets the tests give the release its row; the session fails last.
-    status = session.run(
-        "python", "-m", "executorch_device_guard", silent=True, success_codes=[0, 1]
-    )
-    COMPAT_DIR.mkdir(exist_ok=True)
-    (COMPAT_DIR / f"{name}.txt").write_text(
-        lines + status.replace(os.getcwd() + os.sep, "")
-    )
-    junit = COMPAT_DIR / f"{name}.xml"
+        status = "FLATC_EXECUTABLE: the wheel's executorch/data/bin/flatc\n"
+    # A failing self-check still lets the tests give the release its row; it fails last.
+    command = ("python", "-m", "executorch_device_guard")
+    status += session.run(*command, silent=True, success_codes=[0, 1])
+    text.write_text(status.replace(here, ""))
     try:
         session.run(*PYTEST, f"--junitxml={junit}", *RELEASE_TESTS)
     finally:  # failing tests leave a row too, without this machine's paths
         if junit.exists():
-            junit.write_text(junit.read_text().replace(os.getcwd() + os.sep, ""))
-    if not re.search(r"^self-check \(", status, re.M) or re.search(
-        r"^(  FAIL |Traceback)", status, re.M
-    ):
-        session.error(f"the self-check failed: {COMPAT_DIR}/{name}.txt")
+            junit.write_text(junit.read_text().replace(here, ""))
+    failed = re.search(r"^(  FAIL |Traceback)", status, re.M)
+    if failed or not re.search(r"^self-check \(", status, re.M):
+        session.error(f"the self-check failed: {text}")
 
 
 @nox.session(venv_backend="none")
 def compat_table(session: nox.Session) -> None:
-    """test/compat/RESULTS.md from what the compat sessions left in COMPAT_DIR."""
-    session.run(sys.executable, "-m", "upstream.compat", str(COMPAT_DIR), external=True)
+    """COMPAT_DIR/RESULTS.md from what the compat sessions left there: RUN.txt, the output
+    of `python -m executorch_device_guard` (after a FLATC_EXECUTABLE line where the session
+    set it), and RUN.xml, pytest's junit. A run's row stays until its session runs again."""
+    (COMPAT_DIR / "RESULTS.md").write_text(render(COMPAT_DIR))
+
+
+HEADERS = ("executorch", "torch", "flatc", "sites guarded", "self-check")
+INTRO = """# ExecuTorch 1.x on the CPU
+
+`nox -s compat`, last run {}: each release in a fresh virtual environment with the pins of
+`COMPAT` in noxfile.py and this package editable; `python -m executorch_device_guard`, then
+`pytest -n 2 -rs --junitxml` on `RELEASE_TESTS`. No GPU: CUDA tests skip. The raw results
+are beside this file.
+
+"""
+
+
+def row(junit: Path) -> tuple[list[str], list[str]]:
+    """A run's row, and its tests that did not pass, with pytest's reason."""
+    release, torch = junit.stem.split("-torch")
+    text = junit.with_suffix(".txt")
+    status = text.read_text() if text.exists() else ""
+    site = r"^  (guarded|SKIPPED)  executorch\.\S+?(\w+)(?::\s+(.*))?$"
+    sites = re.findall(site, status, re.M)
+    skipped = [f"`{name}`: {why}" for state, name, why in sites if state == "SKIPPED"]
+    missing = re.findall(r"^not importable: executorch\.(\S+) \((.*)\)$", status, re.M)
+    skipped += [f"`{module}` not importable: {why}" for module, why in missing]
+    guarded = f"{sum(s == 'guarded' for s, _, _ in sites)} of {len(sites)}"
+    cases = re.findall(r"^  (ok|FAIL) +\S", status, re.M)
+    checked = f"{cases.count('ok')} of {len(cases)} ok" if cases else "did not run"
+    flatc = "shipped binary, via `FLATC_EXECUTABLE`" * status.startswith("FLATC")
+    outcomes, messages = parse_junit(junit)
+    failed = [(t, o) for t, o in outcomes.items() if o != "passed"]
+    failed = [
+        f"{release} (torch {torch}): `{t}`: {o}: {messages[t]}" for t, o in failed
+    ]
+    sites_guarded = "; ".join([guarded, *skipped])
+    row = [release, torch, flatc or "found", sites_guarded, checked]
+    return [*row, Run(outcomes, messages).counts], failed
+
+
+def numbers(name: str) -> list[int]:
+    return [int(number) for number in re.findall(r"\d+", name)]
+
+
+def render(folder: Path) -> str:
+    runs = sorted(folder.glob("*.xml"), key=lambda p: numbers(p.stem))
+    if not runs:
+        sys.exit(f"no junit XML in {folder}")
+    rows, failed = zip(*map(row, runs))
+    suites = [next(ET.parse(p).getroot().iter("testsuite")) for p in runs]
+    dates = [suite.get("timestamp", "") for suite in suites]
+    lines = [f"- {line}\n" for lines in failed for line in lines]
+    text = INTRO.format(max(dates)[:10]) + table((*HEADERS, "tests P/F/E/S"), rows)
+    return text + "\n\nNot passed, with pytest's reason:\n\n" + "".join(lines)
 
 
 @nox.session
 def mutations(session: nox.Session) -> None:
-    """Each site's check removed in turn (conftest.py's MUTANT): the package's tests in this
-    process must fail; with none removed, they pass."""
-    install(session, TORCH, f"executorch=={BASE_RELEASE}", "-e", ".[test]")
-    tests = (
-        "test/test_device_sites.py",
-        "test/test_emitter.py",
-        "-p",
-        "no:cacheprovider",
-        "-q",
-    )
-    session.run("pytest", *tests)
+    """Each site's check removed in turn (test/mutant.py): the package's tests in this
+    process fail (exit status 1) or crash (-11); with none removed, they pass."""
+    install(session, TORCH, BASE, "-e", ".[test]")
+    pytest = ("python", "-m", "pytest", "-p", "no:cacheprovider", "-q")
+    tests = ("test/test_device_sites.py", "test/test_emitter.py")
+    session.run(*pytest, *tests)
     code = "from executorch_device_guard import _sites; print(*_sites.WRAPPERS)"
     names = session.run("python", "-c", code, silent=True, stderr=subprocess.DEVNULL)
     for name in names.split():
         session.log(f"MUTANT={name}")
-        out = session.run(
-            "pytest",
-            "-x",
-            *tests,
-            env={"MUTANT": name},
-            success_codes=[1, -11],
-            silent=True,
-        )
-        assert isinstance(out, str)
-        crashed = re.findall(r'File "[^"]*(test/\w+\.py)", line \d+ in (test_\w+)', out)
-        failures = re.findall(r"^(?:SUB)?FAILED(?:\[.*?\]|\(.*?\))? (\S+)", out, re.M)
-        failures += [f"{path}::{test} (died of SIGSEGV)" for path, test in crashed]
-        session.log(f"fails {failures[0]}" if failures else "no test failed")
+        mutant = ("-p", "test.mutant", "-x", "--tb=no", "-rf", *tests)
+        session.run(*pytest, *mutant, env={"MUTANT": name}, success_codes=[1, -11])
 
 
 @nox.session
 def suites(session: nox.Session) -> None:
     """Upstream's own suites from the wheel, guard on and off: identical outcomes."""
-    install(session, TORCH, f"executorch=={BASE_RELEASE}", "-e", ".[test]")
-    session.run("python", "-m", "upstream.suites", "-n", "2", *session.posargs)
+    install(session, TORCH, BASE, "-e", ".[test]")
+    check = ("python", "-m", "upstream.check", "--suites", "-k", "guarded")
+    session.run(*check, *session.posargs)
 
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """bench/bench.py on the series' base release; installed as pip does, since it times imports."""
-    session.install(TORCH, f"executorch=={BASE_RELEASE}", "-e", ".[bench]")
+    """bench/bench.py on the series' base release; installed as pip does (it times imports)."""
+    session.install(TORCH, BASE, "-e", ".[bench]")
     session.run("python", "bench/bench.py", *session.posargs)
 
 
 @nox.session
 def series(session: nox.Session) -> None:
     """python -m upstream.check on the series' base release (mypy at upstream's pin)."""
-    install(
-        session, TORCH, f"executorch=={BASE_RELEASE}", "-e", ".[test]", "mypy==1.14.1"
-    )
+    install(session, TORCH, BASE, "-e", ".[test]", "mypy==1.14.1")
     session.run("python", "-m", "upstream.check", *session.posargs)

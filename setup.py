@@ -30,10 +30,8 @@ class BuildPy(build_py):
         Path(self.build_lib, PTH_NAME).write_text(PTH_LINE)
 
     def get_outputs(self, include_bytecode: bool = True) -> list[str]:
-        return [
-            *super().get_outputs(include_bytecode),
-            str(Path(self.build_lib, PTH_NAME)),
-        ]
+        pth = str(Path(self.build_lib, PTH_NAME))
+        return [*super().get_outputs(include_bytecode), pth]
 
 
 class WithStartupFile:

@@ -6,21 +6,18 @@
 
 """What the device guard costs: one table, guarded next to unguarded, measured in one run.
 
-    python bench/bench.py [--quick] [--section all|cpu|xnnpack|gpu|aa] [--out FILE]
+    python bench/bench.py [--quick] [--pairs N] [--section all|cpu|xnnpack|gpu|aa] [--out F]
 
-The guard is wired in at interpreter start, so each CPU measurement runs in fresh child
-processes (`bench.py --child ...`, guard on or off) and times what a user pays once per
-process. Guarded and unguarded children alternate in pairs, the first of a pair alternating
-too, and each pair gives one ratio, so a shared machine's drifts hit both sides alike: not
-pyperf, which runs each side's processes back to back and, A/A on 2 cores, was 10 times
-noisier (`--section aa` measures both). Whole-run ratios cannot show 1% on such a machine;
-the guard's own time, metered inside each guarded run, can. The XNNPACK lowering of many
-layers takes minutes a run: its rows are the guard's metered share only.
-"""
+The guard is wired in at interpreter start, so each measurement runs in child processes,
+guarded and unguarded in pairs whose first side alternates, a ratio per pair: a shared
+machine's drifts hit both sides alike, where pyperf, each side's processes back to back,
+was 10 times noisier A/A on 2 cores (`--section aa`). Whole-run ratios cannot show 1% on
+such a machine; the guard's own time, metered in each guarded run, can."""
 
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -30,41 +27,28 @@ from pathlib import Path
 from statistics import mean, median
 from typing import Any, NamedTuple
 
-GUARD = "EXECUTORCH_DEVICE_GUARD"
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Imported at interpreter start, by the startup line, guard on or off.
+from executorch_device_guard import _hook, install, status, uninstall
+
+GUARD, PACKAGE = "EXECUTORCH_DEVICE_GUARD", "executorch_device_guard"
 # For upstream.suites' run_forked and table, and the tests' simulated device.
-sys.path.insert(0, REPO)
-PRELOAD = (
-    "executorch.exir",
-    "executorch.backends.xnnpack.partition.xnnpack_partitioner",
-)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+XNNPACK = "executorch.backends.xnnpack.partition.xnnpack_partitioner"
+PRELOAD = ("executorch.exir", XNNPACK)  # imported before the children are forked
+Runs = list[tuple[list[str], bool]]  # children: --child arguments, guard on or off
+Results = list[dict[str, Any]]  # what each child printed
 
 
 class Sizes(NamedTuple):
-    small_constants: (
-        int  # parameters + buffers of the "many small" model, 16 floats each
-    )
-    large: tuple[
-        int, int
-    ]  # (layers, width) of Linear(width, width) in the "few large" one
-    starts: int  # interpreter starts per side
-    named: tuple[
-        int, ...
-    ]  # a 4-D tensor of named data, on the host and simulated on cuda:0
-    per_byte: tuple[int, ...]  # named data next to upstream's per-byte path
-    xnnpack: tuple[int, ...]  # layers of Linear(16, 16) lowered to XNNPACK, a row each
-    gpu: tuple[int, ...]  # a 4-D CUDA tensor
+    small_constants: int = 2000  # parameters + buffers of "many small", 16 floats each
+    large: tuple[int, int] = (3, 4096)  # "few large": layers of Linear(width, width)
+    starts: int = 15  # interpreter starts per side
+    named: tuple[int, ...] = (8, 64, 64, 64)  # named data, host and simulated cuda:0
+    per_byte: tuple[int, ...] = (4, 16, 64, 64)  # named data, upstream's per-byte path
+    xnnpack: tuple[int, ...] = (250, 1000, 2500)  # Linear(16, 16) layers, a row each
+    gpu: tuple[int, ...] = (32, 256, 80, 80)  # a CUDA tensor of named data
 
 
-FULL = Sizes(
-    2000,
-    (3, 4096),
-    15,
-    (8, 64, 64, 64),
-    (4, 16, 64, 64),
-    (250, 1000, 2500),
-    (32, 256, 80, 80),
-)
 QUICK = Sizes(20, (3, 64), 3, (2, 4, 8, 8), (1, 2, 4, 4), (4,), (2, 16, 32, 32))
 
 
@@ -78,32 +62,6 @@ class Row(NamedTuple):
     met: str = "-"
 
 
-class Pairs(NamedTuple):
-    """Interleaved guarded (`on`) and baseline (`off`) times, pair by pair."""
-
-    on: list[float]
-    off: list[float]
-
-    def ratio_row(self, name: str, unit: Callable[[float], str], goal: float) -> Row:
-        """Met if the median pair ratio is within `goal` of 1, or within the A/A noise: the
-        median change from one baseline run to the next."""
-        ratios = [a / b for a, b in zip(self.on, self.off)]
-        ratio, noise = (
-            median(ratios),
-            median(abs(b / a - 1) for a, b in zip(self.off, self.off[1:] or self.off)),
-        )
-        spread = f"{(min(ratios) - 1) * 100:+.1f}% .. {(max(ratios) - 1) * 100:+.1f}% (A/A ±{noise * 100:.1f}%)"
-        met = (
-            "yes"
-            if abs(ratio - 1) <= goal
-            else "no, within noise"
-            if abs(ratio - 1) <= noise
-            else "no"
-        )
-        cells = unit(median(self.on)), unit(median(self.off)), f"{ratio:.3f}", spread
-        return Row(name, *cells, f"within {goal * 100:g}%", met)
-
-
 def seconds(x: float) -> str:
     return f"{x:.3f} s"
 
@@ -112,134 +70,134 @@ def millis(x: float) -> str:
     return f"{x * 1e3:.2f} ms"
 
 
-def interleaved(
-    measure: Callable[[bool], dict[str, float]], pairs: int
-) -> dict[str, Pairs]:
-    """measure(True) and measure(False), `pairs` times each, which first alternating; measure
-    returns its times by name; the result pairs them up name by name."""
-    result: dict[str, Pairs] = {}
-    for i in range(pairs):
-        for on in (True, False) if i % 2 == 0 else (False, True):
-            for name, value in measure(on).items():
-                (
-                    result.setdefault(name, Pairs([], [])).on
-                    if on
-                    else result[name].off
-                ).append(value)
-    return result
+def yes_no(met: bool) -> str:
+    return "yes" if met else "no"
 
 
-def child(args: Sequence[str], guard: bool) -> "subprocess.CompletedProcess[str]":
-    # No PYTHONDONTWRITEBYTECODE: the package loads from cached bytecode, as from a wheel.
+class Pairs(NamedTuple):
+    """Guarded (`on`) and baseline (`off`) values, pair by pair."""
+
+    on: list[float]
+    off: list[float]
+
+    def ratio_row(self, name: str, unit: Callable[[float], str], goal: float) -> Row:
+        """Met within `goal` of 1, or within the A/A noise (baseline to baseline)."""
+        ratios = [a / b for a, b in zip(self.on, self.off)]
+        later = self.off[1:] or self.off
+        noise = median(abs(b / a - 1) for a, b in zip(self.off, later))
+        spread = f"{min(ratios) - 1:+.1%} .. {max(ratios) - 1:+.1%} (A/A ±{noise:.1%})"
+        miss = abs(median(ratios) - 1)
+        met = "yes" if miss <= goal else "no, within noise" if miss <= noise else "no"
+        cells = f"{median(ratios):.3f}", spread, f"within {goal * 100:g}%", met
+        return Row(name, unit(median(self.on)), unit(median(self.off)), *cells)
+
+
+def order(pairs: int) -> list[bool]:
+    """Guarded or not, run by run: `pairs` pairs, which side first alternating."""
+    return [on for i in range(pairs) for on in [(True, False), (False, True)][i % 2]]
+
+
+def paired(sides: list[bool], values: list[float]) -> Pairs:
+    on = [value for side, value in zip(sides, values) if side]
+    return Pairs(on, [value for side, value in zip(sides, values) if not side])
+
+
+def timed(call: Callable[..., object], *args: Any) -> float:
+    start = time.perf_counter()
+    call(*args)
+    return time.perf_counter() - start
+
+
+def interleaved(call: Callable[[bool], object], pairs: int) -> Pairs:
+    """call(True)'s and call(False)'s wall times, in this process."""
+    sides = order(pairs)
+    return paired(sides, [timed(call, on) for on in sides])
+
+
+def child(args: list[str], guard: bool) -> "subprocess.CompletedProcess[str]":
+    """`python ARGS`: from the package's cached bytecode, as from a wheel."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    done = subprocess.run(
-        [sys.executable, *args],
-        env={**env, GUARD: str(int(guard))},
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode:
-        raise RuntimeError(
-            f"{list(args)} (guard {guard}) failed:\n{done.stderr[-4000:]}"
-        )
-    return done
+    env[GUARD] = str(int(guard))
+    command = [sys.executable, *args]
+    ran = subprocess.run(command, env=env, capture_output=True, text=True)
+    if ran.returncode:
+        raise RuntimeError(f"{args} (guard {guard}) failed:\n{ran.stderr[-4000:]}")
+    return ran
 
 
-def measured(
-    runs: Sequence[tuple[list[str], bool]], fresh: bool = False
-) -> list[dict[str, Any]]:
-    """Each child's measurement, the JSON it prints last, one child at a time: in a fresh
-    interpreter, or forked from one that has imported torch and ExecuTorch (upstream's
-    run_forked). Refused unless the guard wrapped something in each guarded child only."""
+def measured(runs: Runs, fresh: bool = False) -> Results:
+    """What each child prints last, a child at a time, fresh or forked from an interpreter
+    with torch and ExecuTorch imported; refused unless only the guarded ones are patched."""
     if fresh:
-        outputs = [child([__file__, "--child", *args], on).stdout for args, on in runs]
+        logs = [child([__file__, "--child", *args], on).stdout for args, on in runs]
     else:
         from upstream.suites import Forked, executorch_root, run_forked
 
-        site = executorch_root().parent
-        forked = [
-            Forked(site, ["bench.bench", "--child", *a], str(i), on)
-            for i, (a, on) in enumerate(runs)
-        ]
+        site, argv = executorch_root().parent, ["bench.bench", "--child"]
+        forked = [Forked(site, argv + a, str(i), on) for i, (a, on) in enumerate(runs)]
         with tempfile.TemporaryDirectory() as tmp:
-            done = run_forked(forked, 1, 3600, Path(tmp), PRELOAD)
-        outputs = [
-            r.log if r.returncode == 0 else sys.exit(r.log[-4000:]) for r in done
-        ]
-    results = [json.loads(out.splitlines()[-1]) for out in outputs]
-    for (args, on), found in zip(runs, results):
-        if bool(found.pop("patched")) != on:
-            raise RuntimeError(
-                f"{GUARD}={int(on)} for {args}, but the child's guard state differs"
-            )
+            done = run_forked(forked, 1, 3 * 3600, Path(tmp), PRELOAD)  # for all
+        for run in done:
+            if run.returncode:
+                sys.exit(run.log[-4000:])
+        logs = [run.log for run in done]
+    results = [json.loads(log.splitlines()[-1]) for log in logs]
+    for (args, on), result in zip(runs, results):
+        if bool(result.pop("patched")) != on:
+            raise RuntimeError(f"{GUARD}={int(on)}, {args}: the child's guard differs")
     return results
 
 
 class Meter:
-    """Sums the wall time spent in the guard's own code in a guarded child: each _sites wrapper
-    less the original that it calls (errs high: the meter's own clock reads count)."""
+    """The guard's own wall time in a guarded child (errs high: its clock reads count)."""
 
     def __init__(self) -> None:
         self.seconds, self.calls = 0.0, 0
 
-    def own(self, wrapper: Callable[..., Any]) -> Callable[..., Any]:
-        def metered(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-            inside = 0.0
+    def add(self, function: Callable[..., Any], sign: int = 1) -> Callable[..., Any]:
+        """`function`, its time counted (with sign -1, taken off)."""
 
-            def timed(*args: Any, **kwargs: Any) -> Any:
-                nonlocal inside
-                start = time.perf_counter()
-                try:
-                    return original(*args, **kwargs)
-                finally:
-                    inside += time.perf_counter() - start
-
-            self.calls += 1
+        def metered(*args: Any, **kwargs: Any) -> Any:
             start = time.perf_counter()
             try:
-                return wrapper(timed, *args, **kwargs)
+                return function(*args, **kwargs)
             finally:
-                self.seconds += time.perf_counter() - start - inside
+                self.seconds += sign * (time.perf_counter() - start)
+
+        return metered
+
+    def own(self, wrapper: Callable[..., Any]) -> Callable[..., Any]:
+        """A _sites wrapper, metered less the original that it calls."""
+
+        def metered(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            return self.add(wrapper)(self.add(original, -1), *args, **kwargs)
 
         metered.__wrapped__ = wrapper  # type: ignore[attr-defined]  # _patch reads its parameters
         return metered
 
 
 def meter_sites() -> Meter:
-    """Child: every site's wrapper, metered, through the public uninstall() and install()."""
-    import executorch_device_guard as guard
+    """Every site's wrapper, metered, through the public uninstall() and install()."""
     from executorch_device_guard import _sites
 
     meter = Meter()
-    if guard.status().installed:
-        guard.uninstall()
-        for name, wrapper in list(_sites.WRAPPERS.items()):
-            _sites.WRAPPERS[name] = meter.own(wrapper)
-        guard.install()
+    if status().installed:
+        uninstall()
+        _sites.WRAPPERS.update({k: meter.own(w) for k, w in _sites.WRAPPERS.items()})
+        install()
     return meter
 
 
-def report(result: dict[str, Any]) -> None:
-    """Child: prints its result, with whether the guard has patched any site."""
-    import executorch_device_guard as guard
-
-    print(json.dumps({**result, "patched": len(guard.status().patched)}))
-
-
-def to_executorch_child(model: str, sizes: Sizes) -> None:
-    """Child: builds, exports and lowers one model, then times its one to_executorch() call:
-    it mutates the lowered program, and a second lowering would run with warm caches."""
+def to_executorch_child(model: str, sizes: Sizes) -> dict[str, Any]:
+    """One to_executorch() call: it mutates the program, and a second would be warm."""
     import torch
     from executorch.exir import to_edge_transform_and_lower
 
     class ManySmall(torch.nn.Module):
-        """Half parameters, half buffers, 16 floats each, read by a few concatenations."""
-
-        def __init__(self, n: int) -> None:
+        def __init__(self, n: int) -> None:  # half parameters, half buffers
             super().__init__()
-            self.weights = torch.nn.ParameterList(
-                torch.randn(16) for _ in range(n // 2)
-            )
+            self.weights = torch.nn.ParameterList(map(torch.randn, [16] * (n // 2)))
             for i in range(n - n // 2):
                 self.register_buffer(f"b{i}", torch.randn(16))
 
@@ -250,438 +208,280 @@ def to_executorch_child(model: str, sizes: Sizes) -> None:
     layers, width = sizes.large
     if model == "many-small":
         module, x = ManySmall(sizes.small_constants), torch.randn(1, 16)
+        what = f"{sizes.small_constants} constants of 16 floats"
     else:
-        module = torch.nn.Sequential(
-            *(torch.nn.Linear(width, width, bias=False) for _ in range(layers))
-        )
-        x = torch.randn(1, width)
+        linears = (torch.nn.Linear(width, width, bias=False) for _ in range(layers))
+        module, x = torch.nn.Sequential(*linears), torch.randn(1, width)
+        what = f"{layers} x {width}^2 float32"
     with torch.no_grad():
         edge = to_edge_transform_and_lower(torch.export.export(module.eval(), (x,)))
     meter = meter_sites()
     wall, cpu = time.perf_counter(), time.process_time()
     program = edge.to_executorch()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    what = (
-        f"{sizes.small_constants} constants of 16 floats"
-        if model == "many-small"
-        else f"{layers} x {width}^2 float32"
-    )
-    report(
-        {
-            "wall": wall,
-            "cpu": cpu,
-            "guard": meter.seconds,
-            "what": f"{what}, {len(program.buffer) / 1e6:.1f} MB .pte",
-        }
-    )
+    what += f", {len(program.buffer) / 1e6:.1f} MB .pte"
+    return {"wall": wall, "cpu": cpu, "guard": meter.seconds, "what": what}
 
 
-def import_child() -> None:
-    """Child: times the first `import executorch.exir`; a guarded child meters the guard's
-    finder, which sees every import, and the patching after each guarded module."""
-    from executorch_device_guard import _hook
+def import_child() -> dict[str, Any]:
+    """The first `import executorch.exir`; in a guarded child, the guard's finder, which
+    sees every import, and its patching after each guarded module, metered."""
+    meter = Meter()
+    patch = meter.add(_hook._exec_and_patch)
 
-    own = 0.0
-    find_spec, exec_and_patch = _hook._Finder.find_spec, _hook._exec_and_patch
-
-    def metered_find(*args: Any) -> Any:
-        nonlocal own
-        start = time.perf_counter()
-        try:
-            return find_spec(*args)
-        finally:
-            own += time.perf_counter() - start
-
-    def patch_only(exec_module: Any, module: Any) -> None:
-        nonlocal own
+    def patch_only(exec_module: Callable[[Any], None], module: Any) -> None:
         exec_module(module)
-        start = time.perf_counter()
-        exec_and_patch(lambda _: None, module)
-        own += time.perf_counter() - start
+        patch(lambda _: None, module)
 
-    _hook._Finder.find_spec, _hook._exec_and_patch = metered_find, patch_only  # type: ignore[method-assign]
+    find_spec, _hook._exec_and_patch = meter.add(_hook._Finder.find_spec), patch_only
+    _hook._Finder.find_spec = find_spec  # type: ignore[method-assign]
     wall, cpu = time.perf_counter(), time.process_time()
     import executorch.exir  # noqa: F401
 
-    report(
-        {
-            "wall": time.perf_counter() - wall,
-            "cpu": time.process_time() - cpu,
-            "guard": own,
-        }
-    )
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return {"wall": wall, "cpu": cpu, "guard": meter.seconds}
 
 
-def xnnpack_child(layers: int) -> None:
-    """Child: times the XNNPACK lowering and to_executorch() of `layers` x Linear(16, 16): small
+def xnnpack_child(layers: int) -> dict[str, Any]:
+    """The XNNPACK lowering and to_executorch() of `layers` x Linear(16, 16): small
     constants, so that the run is made of the per-constant work that calls the guard."""
+    import executorch.backends.xnnpack.partition.xnnpack_partitioner as xnnpack
     import torch
-    from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
-        XnnpackPartitioner,
-    )
     from executorch.exir import to_edge_transform_and_lower
 
     module = torch.nn.Sequential(*(torch.nn.Linear(16, 16) for _ in range(layers)))
     with torch.no_grad():
         exported = torch.export.export(module.eval(), (torch.randn(1, 16),))
     meter = meter_sites()
-    wall = time.perf_counter()
-    to_edge_transform_and_lower(
-        exported, partitioner=[XnnpackPartitioner()]
-    ).to_executorch()
-    report(
-        {
-            "wall": time.perf_counter() - wall,
-            "guard": meter.seconds,
-            "calls": meter.calls,
-        }
-    )
+    start = time.perf_counter()
+    partitioner = [xnnpack.XnnpackPartitioner()]
+    to_edge_transform_and_lower(exported, partitioner=partitioner).to_executorch()
+    wall = time.perf_counter() - start
+    return {"wall": wall, "guard": meter.seconds, "calls": meter.calls}
 
 
-def child_rows(
-    args: list[str], pairs: int, name: str, own: str, fresh: bool = False
-) -> list[Row]:
-    """A child's timed call guarded next to unguarded (wall, CPU), and the guard's own time as
-    a share of the guarded runs' wall time."""
-    order = [
-        on
-        for i in range(pairs)
-        for on in ((True, False) if i % 2 == 0 else (False, True))
-    ]
-    results = measured([(args, on) for on in order], fresh)
-    what = {result.pop("what", "") for result in results}
-    timed = interleaved(lambda on: results.pop(0), pairs)  # in the same order
+def named_data_rows(sizes: Sizes, pairs: int, gpu_pairs: int) -> list[Row]:
+    """add_named_data() with the guard: channels-last next to contiguous and upstream's
+    per-byte path; with `gpu_pairs`, a CUDA tensor, which the guard copies, next to the
+    same call handed tensor.cpu() by its caller."""
+    import executorch.exir._serialize._named_data_store as named_data
+    import torch
+
+    from test.simulated_device import simulate_device
+
+    def store(tensor: torch.Tensor) -> None:
+        named_data.NamedDataStore().add_named_data("w", tensor)
+
+    def mib(tensor: torch.Tensor) -> str:
+        return f"{tensor.untyped_storage().nbytes() / 2**20:.3g} MiB"
+
+    def versus(name: str, x: torch.Tensor, other: torch.Tensor | None, n: int) -> Row:
+        """GB/s storing `x` over GB/s storing `other`, or x.cpu(), after a warm-up each:
+        met at 0.90, or within the A/A noise. A GPU's queued work counts in its call."""
+        sync = torch.cuda.synchronize if x.is_cuda else lambda: None
+
+        def call(on: bool) -> None:
+            store(x if on else x.cpu() if other is None else other)
+            sync()
+
+        call(True), call(False)
+        both, nbytes = interleaved(call, n), x.untyped_storage().nbytes()
+        row = Pairs(both.off, both.on).ratio_row(name, seconds, 0.10)  # off / on: GB/s
+        on, off = (f"{nbytes / median(times) / 1e9:.2f} GB/s" for times in both)
+        off += " (tensor.cpu())" if other is None else " (contiguous)"
+        met = "yes" if float(row.ratio) >= 0.90 else row.met
+        return row._replace(guarded=on, baseline=off, goal=">= 0.90", met=met)
+
+    install()
+    rows, cuda = [], torch.cuda.is_available()
+    for place in ["host", "simulated cuda:0", *(["cuda"] if cuda else [])]:
+        shape, device = (sizes.gpu, "cuda") if place == "cuda" else (sizes.named, "cpu")
+        plain = torch.randn(shape, device=device)
+        layouts = [plain, plain.contiguous(memory_format=torch.channels_last)]
+        if place == "simulated cuda:0":
+            layouts = [simulate_device(tensor) for tensor in layouts]
+        name = f"named data {place} {mib(layouts[0])}, add_named_data() channels-last vs contiguous"
+        rows.append(versus(name, layouts[1], layouts[0], pairs))
+    three_d = torch.randn(sizes.named).unsqueeze(2)
+    three_d = three_d.contiguous(memory_format=torch.channels_last_3d)
+    took = median([timed(named_data._tensor_to_bytes, three_d) for _ in range(pairs)])
+    name = "named data host, channels-last-3d, _tensor_to_bytes()"
+    rows.append(Row(name, millis(took), goal="< 500 ms", met=yes_no(took < 0.5)))
+    small = torch.randn(sizes.per_byte).contiguous(memory_format=torch.channels_last)
+
+    def guarded_or_upstream(on: bool) -> float:
+        (install if on else uninstall)()
+        return timed(store, small)
+
+    sides = order(min(pairs, 3))
+    upstream = paired(sides, [guarded_or_upstream(on) for on in sides])
+    install()
+    name = f"named data host {mib(small)} channels-last, guarded vs upstream (a Python call a byte)"
+    faster = yes_no(median(upstream.on) < median(upstream.off))
+    row = upstream.ratio_row(name, seconds, 0)
+    rows.append(row._replace(goal="faster", met=faster))
+    if gpu_pairs and not cuda:
+        rows.append(Row("GPU rows", "skipped: CUDA not available"))
+    elif gpu_pairs:
+        plain = torch.randn(sizes.gpu, device="cuda")
+        channels_last = plain.contiguous(memory_format=torch.channels_last)
+        for layout, x in [("contiguous", plain), ("channels-last", channels_last)]:
+            name = f"GPU {layout} {mib(x)}, add_named_data(cuda tensor)"
+            rows.append(versus(name, x, None, gpu_pairs))
+    return rows
+
+
+def share_row(name: str, own: float, share: float, of: float, spread: str = "-") -> Row:
+    """The guard's own time, `share` of the run's wall time `of`: met within 1%."""
+    cells = f"{millis(own)} ({share:.3%})", f"of {seconds(of)}", "-", spread
+    return Row(name, *cells, "within 1%", yes_no(share <= 0.01))
+
+
+def pair_rows(name: str, own: str, sides: list[bool], runs: Results) -> list[Row]:
+    """A child's timed call guarded next to unguarded (wall, CPU), and the guard's own
+    time as a share of the guarded runs' wall time."""
+    what = {run.pop("what", "") for run in runs}
     title = f"{name} ({what.pop()})" if any(what) else name
-    shares = [g / w for g, w in zip(timed["guard"].on, timed["wall"].on)]
-    share = f"{millis(median(timed['guard'].on))} ({median(shares) * 100:.3f}%)"
-    spread = f"+{min(shares) * 100:.3f}% .. +{max(shares) * 100:.3f}%"
-    met = "yes" if median(shares) <= 0.01 else "no"
+    wall = paired(sides, [run["wall"] for run in runs])
+    cpu = paired(sides, [run["cpu"] for run in runs])
+    guard = paired(sides, [run["guard"] for run in runs]).on
+    shares = [g / w for g, w in zip(guard, wall.on)]
+    spread = f"+{min(shares):.3%} .. +{max(shares):.3%}"
+    name_own = f"{name}, time in the guard's {own}"
     return [
-        timed["wall"].ratio_row(f"{title}, wall", seconds, 0.01),
-        timed["cpu"].ratio_row(f"{name}, CPU time", seconds, 0.01),
-        Row(
-            f"{name}, time in the guard's {own}",
-            share,
-            f"of {seconds(median(timed['wall'].on))}",
-            "-",
-            spread,
-            "within 1%",
-            met,
-        ),
+        wall.ratio_row(f"{title}, wall", seconds, 0.01),
+        cpu.ratio_row(f"{name}, CPU time", seconds, 0.01),
+        share_row(name_own, median(guard), median(shares), median(wall.on), spread),
     ]
 
 
 def start_rows(sizes: Sizes) -> list[Row]:
     """What the startup line costs at interpreter start, and what it imports."""
     child(["-c", "pass"], True)  # writes the package's bytecode once
-    cumulative, heavy = [], set()
+    costs: list[float] = []
+    heavy: set[str] = set()
     for _ in range(sizes.starts):
-        lines = child(["-X", "importtime", "-c", "pass"], True).stderr.splitlines()
-        entries = [
-            line.split("|")
-            for line in lines
-            if line.startswith("import time:") and "[us]" not in line
-        ]
-        ours = [
-            e
-            for e in entries
-            if e[2].strip().split(".")[0] == "executorch_device_guard"
-        ]
-        top = min(len(e[2]) - len(e[2].lstrip()) for e in ours)
-        cumulative.append(
-            sum(int(e[1]) for e in ours if len(e[2]) - len(e[2].lstrip()) == top) / 1e6
-        )
-        heavy |= {
-            e[2].strip()
-            for e in entries
-            if e[2].strip().split(".")[0] in ("torch", "executorch")
-        }
-
-    def start(on: bool) -> dict[str, float]:
-        begin = time.perf_counter()
-        child(["-c", "pass"], on)
-        return {"wall": time.perf_counter() - begin}
-
-    starts = interleaved(start, sizes.starts)["wall"]
-    return [
-        Row(
-            "interpreter start: import time of the startup line",
-            millis(median(cumulative)),
-            spread=f"{millis(min(cumulative))} .. {millis(max(cumulative))}",
-            goal="< 1 ms",
-            met="yes" if median(cumulative) < 1e-3 else "no",
-        ),  # fmt: skip
-        Row(
-            "interpreter start: torch / executorch imported",
-            ", ".join(sorted(heavy)) or "neither",
-            goal="neither",
-            met="no" if heavy else "yes",
-        ),  # fmt: skip
-        starts.ratio_row(
-            "interpreter start, `python -c pass` guard on vs off, wall", millis, 0.025
-        ),
+        stderr = child(["-X", "importtime", "-c", "pass"], True).stderr
+        # Lines "import time: self | cumulative | module", modules indented by depth.
+        found = re.findall(r"^import time: +\d+ \| +(\d+) \|( *)(\S+)$", stderr, re.M)
+        tops = [(m.split(".")[0], len(pad), int(us), m) for us, pad, m in found]
+        ours = [(depth, us) for top, depth, us, _ in tops if top == PACKAGE]
+        costs.append(sum(us for depth, us in ours if depth == min(ours)[0]) / 1e6)
+        heavy |= {m for top, _, _, m in tops if top in ("torch", "executorch")}
+    starts = interleaved(lambda on: child(["-c", "pass"], on), sizes.starts)
+    took, span = median(costs), f"{millis(min(costs))} .. {millis(max(costs))}"
+    name = "interpreter start: import time of the startup line"
+    rows = [
+        Row(name, millis(took), spread=span, goal="< 1 ms", met=yes_no(took < 1e-3))
     ]
+    name, imported = "interpreter start: torch / executorch imported", sorted(heavy)
+    met = yes_no(not heavy)
+    rows.append(Row(name, ", ".join(imported) or "neither", goal="neither", met=met))
+    name = "interpreter start, `python -c pass` guard on vs off, wall"
+    return [*rows, starts.ratio_row(name, millis, 0.025)]
 
 
-def xnnpack_rows(sizes: Sizes) -> list[Row]:
-    """Per size, the guard's metered share of one guarded run, and how it grows."""
-    rows, shares = [], []
-    runs = measured([(["xnnpack", str(layers)], True) for layers in sizes.xnnpack])
+def xnnpack_rows(sizes: Sizes, runs: Results) -> list[Row]:
+    """Per size, the guard's share of one guarded run (minutes at full size)."""
+    rows: list[Row] = []
+    shares: list[str] = []
     for layers, run in zip(sizes.xnnpack, runs):
-        share = run["guard"] / run["wall"]
-        shares.append(
-            f"{share * 100:.3f}% ({run['guard'] / run['calls'] * 1e6:.1f} us a call)"
-        )
-        name = f"XNNPACK lowering + to_executorch(), {layers} x Linear(16, 16), the guard's share ({run['calls']} calls)"
-        rows.append(Row(name, f"{millis(run['guard'])} ({share * 100:.3f}%)", f"of {seconds(run['wall'])}",
-                        goal="within 1%", met="yes" if share <= 0.01 else "no"))  # fmt: skip
-    sizes_text = " / ".join(map(str, sizes.xnnpack))
-    return rows + [
-        Row(
-            f"XNNPACK, the guard's share as layers grow ({sizes_text})",
-            " / ".join(shares),
-            goal="flat",
-        )
-    ]
+        share, guard, calls = run["guard"] / run["wall"], run["guard"], run["calls"]
+        shares.append(f"{share:.3%} ({guard / calls * 1e6:.1f} us a call)")
+        name = f"XNNPACK lowering + to_executorch(), {layers} x Linear(16, 16), the guard's share ({calls} calls)"
+        rows.append(share_row(name, guard, share, run["wall"]))
+    grown = " / ".join(map(str, sizes.xnnpack))
+    name = f"XNNPACK, the guard's share as layers grow ({grown})"
+    return [*rows, Row(name, " / ".join(shares), goal="flat")]
 
 
-def timed(fn: Callable[[], object], cuda: bool = False) -> float:
-    import torch
-
-    torch.cuda.synchronize() if cuda else None
-    start = time.perf_counter()
-    fn()
-    torch.cuda.synchronize() if cuda else None
-    return time.perf_counter() - start
-
-
-def in_process(call: Callable[[bool], object], pairs: int, cuda: bool = False) -> Pairs:
-    """call(True) next to call(False) in this process, after one warm-up each."""
-    call(True), call(False)
-    return interleaved(lambda on: {"wall": timed(lambda: call(on), cuda)}, pairs)[
-        "wall"
-    ]
-
-
-def throughput(name: str, nbytes: int, pairs: Pairs, baseline: str) -> Row:
-    """GB/s of `on` over that of `off`, met at 0.90 or more (or within the A/A noise)."""
-    # off / on: the throughput ratio.
-    row = Pairs(pairs.off, pairs.on).ratio_row(name, seconds, 0.10)
-    rates = (f"{nbytes / median(t) / 1e9:.2f} GB/s" for t in (pairs.on, pairs.off))
-    met = "yes" if float(row.ratio) >= 0.90 else row.met
-    return row._replace(
-        guarded=next(rates),
-        baseline=f"{next(rates)} ({baseline})",
-        goal=">= 0.90",
-        met=met,
-    )
-
-
-def named_data_rows(sizes: Sizes, pairs: int) -> list[Row]:
-    """add_named_data() with the guard: channels-last next to contiguous, on the host, simulated
-    on cuda:0 and on a GPU (a device tensor is copied once, a channels-last one read in one
-    piece); then a channels-last tensor next to upstream's per-byte path (guard uninstalled)."""
-    import executorch_device_guard as guard
-    import torch
-    from executorch.exir._serialize._named_data_store import (
-        NamedDataStore,
-        _tensor_to_bytes,
-    )
-
-    from test.simulated_device import simulate_device
-
-    def store(tensor: torch.Tensor) -> None:
-        NamedDataStore().add_named_data("w", tensor)
-
-    guard.install()
-    places = [("host", sizes.named), ("simulated cuda:0", sizes.named)]
-    places += [("cuda", sizes.gpu)] if torch.cuda.is_available() else []
-    rows = []
-    for place, shape in places:
-        contiguous = torch.randn(shape, device="cuda" if place == "cuda" else "cpu")
-        channels_last = contiguous.contiguous(memory_format=torch.channels_last)
-        if place == "simulated cuda:0":
-            contiguous, channels_last = (
-                simulate_device(contiguous),
-                simulate_device(channels_last),
-            )
-        nbytes = contiguous.untyped_storage().nbytes()
-        both = in_process(
-            lambda on, cl=channels_last, c=contiguous: store(cl if on else c),
-            pairs,
-            place == "cuda",
-        )
-        name = f"named data {place} {nbytes / 2**20:.3g} MiB, add_named_data() channels-last vs contiguous"
-        rows.append(throughput(name, nbytes, both, "contiguous"))
-    three_d = (
-        torch.randn(sizes.named)
-        .unsqueeze(2)
-        .contiguous(memory_format=torch.channels_last_3d)
-    )
-    took = median(timed(lambda: _tensor_to_bytes(three_d)) for _ in range(pairs))
-    rows.append(Row("named data host, channels-last-3d, _tensor_to_bytes()", millis(took), goal="< 500 ms",
-                    met="yes" if took < 0.5 else "no"))  # fmt: skip
-    small = torch.randn(sizes.per_byte).contiguous(memory_format=torch.channels_last)
-
-    def guarded_or_upstream(on: bool) -> dict[str, float]:
-        guard.install() if on else guard.uninstall()
-        return {"wall": timed(lambda: store(small))}
-
-    versus = interleaved(guarded_or_upstream, min(pairs, 3))["wall"]
-    guard.install()
-    nbytes = small.untyped_storage().nbytes()
-    name = f"named data host {nbytes / 2**20:.3g} MiB channels-last, guarded vs upstream (a Python call a byte)"
-    faster = "yes" if median(versus.on) < median(versus.off) else "no"
-    return rows + [
-        versus.ratio_row(name, seconds, 0)._replace(goal="faster", met=faster)
-    ]
-
-
-def gpu_rows(sizes: Sizes, pairs: int) -> list[Row]:
-    """add_named_data() of a CUDA tensor, which the guard copies with tensor.cpu(), next to the
-    same call handed tensor.cpu() by its caller: the guard's copy should cost no more."""
-    import torch
-
-    if not torch.cuda.is_available():
-        return [Row("GPU rows", "skipped: CUDA not available")]
-    import executorch_device_guard as guard
-    from executorch.exir._serialize._named_data_store import NamedDataStore
-
-    guard.install()
-    contiguous = torch.randn(sizes.gpu, device="cuda")
-    rows = []
-    for layout, tensor in (
-        ("contiguous", contiguous),
-        ("channels-last", contiguous.contiguous(memory_format=torch.channels_last)),
-    ):
-        nbytes = tensor.untyped_storage().nbytes()
-        both = in_process(
-            lambda on, x=tensor: NamedDataStore().add_named_data(
-                "w", x if on else x.cpu()
-            ),
-            pairs,
-            True,
-        )
-        rows.append(
-            throughput(
-                f"GPU {layout} {nbytes / 2**20:.3g} MiB, add_named_data(cuda tensor)",
-                nbytes,
-                both,
-                "tensor.cpu()",
-            )
-        )
-    return rows
-
-
-def aa_rows(sizes: Sizes) -> list[Row]:
-    """`python -c pass` against itself, five times each way: pyperf (each side's processes back
-    to back) and interleaved pairs. The A/A ratio should be 1; how far it lands is the noise."""
+def aa_rows() -> list[Row]:
+    """`python -c pass` against itself, five times each way, pyperf (each side's processes
+    back to back) and interleaved pairs: how far the ratio lands from 1 is noise."""
     import pyperf
 
+    command = "-m pyperf command --processes=20 --values=3 --warmups=0 -q -o".split()
     found: dict[str, list[float]] = {"pyperf": [], "pairs": []}
     for _ in range(5):
         with tempfile.TemporaryDirectory() as tmp:
-            means = []
-            for side in "ab":
-                out = os.path.join(tmp, f"{side}.json")
-                command = [
-                    "-m",
-                    "pyperf",
-                    "command",
-                    "--processes=20",
-                    "--values=3",
-                    "--warmups=0",
-                    "-q",
-                    "-o",
-                    out,
-                ]
-                child([*command, "--", sys.executable, "-c", "pass"], True)
-                means.append(pyperf.Benchmark.load(out).mean())
-            found["pyperf"].append(means[1] / means[0])
-        pairs = interleaved(
-            lambda on: {"wall": timed(lambda: child(["-c", "pass"], True))}, 60
-        )["wall"]
+            outs = [os.path.join(tmp, f"{side}.json") for side in "ab"]
+            for out in outs:
+                child([*command, out, "--", sys.executable, "-c", "pass"], True)
+            a, b = (pyperf.Benchmark.load(out).mean() for out in outs)
+        found["pyperf"].append(b / a)
+        pairs = interleaved(lambda on: child(["-c", "pass"], True), 60)
         found["pairs"].append(median(a / b for a, b in zip(pairs.on, pairs.off)))
-    return [
-        Row(
-            f"A/A `python -c pass`, {how}: mean |ratio - 1| of 5",
-            f"{mean(abs(r - 1) for r in ratios) * 100:.2f}%",
-            spread=" / ".join(f"{r:.3f}" for r in ratios),
-        )  # fmt: skip
-        for how, ratios in found.items()
-    ]
+    rows = []
+    for how, ratios in found.items():
+        name = f"A/A `python -c pass`, {how}: mean |ratio - 1| of 5"
+        spread = " / ".join(f"{r:.3f}" for r in ratios)
+        rows.append(Row(name, f"{mean(abs(r - 1) for r in ratios):.2%}", spread=spread))
+    return rows
+
+
+def measure(section: str, sizes: Sizes, pairs: int, quick: list[str]) -> list[Row]:
+    """A section's rows; its forked children all from one interpreter, one at a time."""
+    cpu, gpu = section in ("all", "cpu"), section in ("all", "gpu")
+    xnnpack, named = section in ("all", "cpu", "xnnpack"), cpu or section == "gpu"
+    sides = order(pairs)
+    models = ("many-small", "few-large") if cpu else ()
+    rows = start_rows(sizes) if cpu else []
+    forked: Runs = [(["to_executorch", m, *quick], on) for m in models for on in sides]
+    forked += [(["xnnpack", str(n)], True) for n in sizes.xnnpack] if xnnpack else []
+    more = max(pairs, 5)  # for the GPU's rows
+    counts = [str(more if section == "gpu" else pairs), str(more if gpu else 0)]
+    forked += [(["named", *counts, *quick], True)] if named else []
+    results = measured(forked) if forked else []
+    for model in models:
+        runs = [results.pop(0) for _ in sides]
+        rows += pair_rows(f"to_executorch(), {model}", "wrappers", sides, runs)
+    if cpu:
+        runs = measured([(["import"], on) for on in sides], fresh=True)
+        name = "first `import executorch.exir`"
+        rows += pair_rows(name, "finder and patching", sides, runs)
+    if xnnpack:
+        rows += xnnpack_rows(sizes, [results.pop(0) for _ in sizes.xnnpack])
+    if named:
+        rows += [Row(*row) for row in results.pop(0)["rows"]]
+    return rows + (aa_rows() if section == "aa" else [])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--quick", action="store_true", help="tiny sizes, one pair: the smoke test"
-    )
-    parser.add_argument(
-        "--pairs", type=int, help="pairs per measurement (default 7, quick 1)"
-    )
-    parser.add_argument(
-        "--section", choices=("all", "cpu", "xnnpack", "gpu", "aa"), default="all"
-    )
-    parser.add_argument("--out", help="also write the table (markdown) to this file")
-    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    add = parser.add_argument
+    add("--quick", action="store_true", help="tiny sizes, one pair: the smoke test")
+    add("--pairs", type=int, help="pairs per measurement (default 7, quick 1)")
+    add("--section", choices=("all", "cpu", "xnnpack", "gpu", "aa"), default="all")
+    add("--out", help="also write the table (markdown) to this file")
+    add("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    sizes = QUICK if args.quick else FULL
-    if args.child:
+    sizes = QUICK if args.quick else Sizes()
+    if args.child:  # prints its result, and whether the guard patched any site
         kind, *rest = args.child
-        to_executorch_child(
-            rest[0], sizes
-        ) if kind == "to_executorch" else import_child() if kind == "import" else xnnpack_child(
-            int(rest[0])
-        )
+        if kind == "to_executorch":
+            result = to_executorch_child(rest[0], sizes)
+        elif kind == "xnnpack":
+            result = xnnpack_child(int(rest[0]))
+        elif kind == "named":
+            result = {"rows": named_data_rows(sizes, int(rest[0]), int(rest[1]))}
+        else:
+            result = import_child()
+        print(json.dumps({**result, "patched": len(status().patched)}))
         return 0
-    pairs, started, rows = (
-        args.pairs or (1 if args.quick else 7),
-        time.perf_counter(),
-        [],
-    )
-    quick = ["--quick"] if args.quick else []
-    if args.section in ("all", "cpu"):
-        rows += start_rows(sizes)
-        for model in ("many-small", "few-large"):
-            rows += child_rows(
-                ["to_executorch", model, *quick],
-                pairs,
-                f"to_executorch(), {model}",
-                "wrappers",
-            )
-        rows += child_rows(
-            ["import"],
-            pairs,
-            "first `import executorch.exir`",
-            "finder and patching",
-            True,
-        )
-    if args.section in ("all", "cpu", "xnnpack"):
-        rows += xnnpack_rows(sizes)
-    if args.section in ("all", "cpu", "gpu"):
-        rows += named_data_rows(
-            sizes, max(pairs, 5) if args.section == "gpu" else pairs
-        )
-    if args.section in ("all", "gpu"):
-        rows += gpu_rows(sizes, max(pairs, 5))
-    if args.section == "aa":
-        rows += aa_rows(sizes)
-    from importlib import metadata
+    from importlib.metadata import version
 
-    versions = ", ".join(
-        f"{n} {metadata.version(n)}"
-        for n in ("torch", "executorch", "executorch-device-guard")
-    )
     from upstream.suites import table
 
-    text = f"{os.cpu_count()} cores, Python {sys.version.split()[0]}, {versions}\n\n{table(Row._fields, rows)}"
-    print(
-        f"{text}\n\n{pairs} pairs, {'quick' if args.quick else 'full'} sizes, {time.perf_counter() - started:.0f} s"
-    )
+    started, pairs = time.perf_counter(), args.pairs or (1 if args.quick else 7)
+    rows = measure(args.section, sizes, pairs, ["--quick"] if args.quick else [])
+    names = ("torch", "executorch", "executorch-device-guard")
+    versions = ", ".join(f"{name} {version(name)}" for name in names)
+    text = f"{os.cpu_count()} cores, Python {sys.version.split()[0]}, {versions}\n\n"
+    text += table(Row._fields, rows)
+    took, how = time.perf_counter() - started, "quick" if args.quick else "full"
+    print(f"{text}\n\n{pairs} pairs, {how} sizes, {took:.0f} s")
     if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
+        Path(args.out).write_text(text + "\n")
     return 0
 
 

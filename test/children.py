@@ -24,14 +24,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def run(
-    name: str, guard: bool, python: str = sys.executable, pythonpath: str = ""
+    name: str, guard: bool, python: str = sys.executable, args: tuple[str, ...] = ()
 ) -> Any:
-    """Runs child NAME with the guard's startup hook on or off: (exit status, stdout, stderr)."""
+    """Runs child NAME with ARGS, the guard's startup hook on or off, and no PYTHONPATH:
+    (exit status, stdout, stderr)."""
     env = {**os.environ, "EXECUTORCH_DEVICE_GUARD": "1" if guard else "0"}
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath
+    env.pop("PYTHONPATH", None)
     done = subprocess.run(
-        [python, "-m", "test.children", name],
+        [python, "-m", "test.children", name, *args],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -41,6 +41,7 @@ from torch._export.verifier import SpecViolationError
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.export import export
 
+from test import RELEASE
 from test.guard import guard_set
 from test.models import (
     EfficientAttention,
@@ -122,6 +123,10 @@ class TestSimulatedDevice(unittest.TestCase):
         )
         self.assertEqual(on_device, bundle(inputs, outputs))
 
+    @unittest.skipIf(
+        RELEASE < (1, 1),
+        "executorch 1.0.x's NamedDataStore.add_named_data takes bytes, not tensors",
+    )
     def test_named_device_data_is_the_cpu_bytes(self) -> None:
         channels_last = torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last)
         for tensor in (torch.randn(2, 3, 4, 5), channels_last, channels_last[1:]):
@@ -130,6 +135,11 @@ class TestSimulatedDevice(unittest.TestCase):
                     stored(simulate_device(tensor.clone())), stored(tensor.clone())
                 )
 
+    @unittest.skipIf(
+        RELEASE < (1, 2),
+        "before executorch 1.2.0 there is no _tensor_to_bytes, where the guard stores a "
+        "view's values",
+    )
     def test_named_data_of_a_channels_last_view_is_its_own_values(self) -> None:
         view = (
             torch.arange(120.0)

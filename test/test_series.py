@@ -5,8 +5,8 @@
 # LICENSE file in the root directory of this source tree.
 
 """The upstream series (upstream/) from CI: upstream/check.py's checks on the installed
-release; patched copies leave that release alone; and at each site the package raises the
-series' error, word for word."""
+release, among them that at each site the package raises the series' error word for word;
+patched copies leave that release alone; on a GPU, the series' CUDA test as Buck runs it."""
 
 import subprocess
 import sys
@@ -15,8 +15,10 @@ import unittest
 from importlib.metadata import version
 from pathlib import Path
 
+import torch
+from executorch_device_guard._selfcheck import SIGSEGV
+
 from test import children
-from test.guard import guard_set
 from upstream import BASE_RELEASE, check, series, suites
 
 REPO = Path(__file__).resolve().parents[1]
@@ -58,33 +60,32 @@ class TestSeries(unittest.TestCase):
                     self.assertEqual((root / path).read_bytes(), data)
 
     @ON_BASE
-    def test_package_messages_are_the_series(self) -> None:
-        """Each raising site gives the same error with the package as with the series' code."""
-        with tempfile.TemporaryDirectory() as tmp:
-            done = subprocess.run(
-                [sys.executable, "-m", "upstream.series", "copy", tmp],
-                capture_output=True,
-                text=True,
-                cwd=REPO,
-            )
-            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
-            status, stdout, stderr = children.run(
-                "messages", guard=False, pythonpath=tmp
-            )
-        self.assertEqual(status, 0, stderr[-3000:])
-        expected = children.result(stdout)
-        with guard_set(True):
-            found = children.messages()
-        self.assertEqual(len(found), 12)
-        for site, message in expected.items():
-            with self.subTest(site):
-                self.assertEqual(found[site], message)
-                named = (
-                    "holds no data" in message
-                    if site.endswith("meta")
-                    else "cuda:0" in message
+    @unittest.skipUnless(torch.cuda.is_available(), "needs a CUDA device")
+    def test_series_cuda_test_under_an_import_path_set_in_its_process(self) -> None:
+        """0001's CUDA test with executorch importable only through sys.path set in the
+        test's process, no PYTHONPATH, as Buck runs a test in a PAR: it passes with the fix
+        (the series' or the package's) and dies of SIGSEGV without it."""
+        tests = (f"--include={check.TEST_FILE}",)
+        cases = {  # (git apply's options, guard): exit status
+            (tests, True): 0,
+            (tests, False): SIGSEGV,
+            ((), False): 0,
+            (("--exclude=exir/emit/_emitter.py",), False): SIGSEGV,
+        }
+        for (options, guard), expected in cases.items():
+            with (
+                self.subTest(options, guard=guard),
+                tempfile.TemporaryDirectory() as tmp,
+            ):
+                tree = series.copy_package(suites.executorch_root(), Path(tmp))
+                options = (*series.wheel_options(), *options)
+                self.assertIsNone(
+                    series.git_apply(tree, series.every_patch(), *options)
                 )
-                self.assertTrue(named or site.endswith("cpu"), message)
+                found = children.run("emitter_cuda_test", guard, args=(tmp,))
+                self.assertEqual(
+                    found[0], expected, found[1][-3000:] + found[2][-3000:]
+                )
 
     def test_upstream_check_passes(self) -> None:
         """On the series' base release, every check of `python -m upstream.check` that needs no

@@ -4,12 +4,9 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""The upstream series' tools, run from the repository root: python -m upstream.series,
-upstream.check, upstream.suites, upstream.compat; and the facts that they, noxfile.py and .ci/
-share."""
+"""The upstream series' tools, run from the repository root (python -m upstream.series,
+upstream.check), and the facts that they, noxfile.py and .ci/ share."""
 
-BASE_RELEASE = (
-    "1.5.1"  # the executorch release whose sources the series' Python hunks match
-)
+BASE_RELEASE = "1.5.1"  # the executorch release whose sources the series' hunks match
 # What the executorch wheel lacks of the repository, left out when a patch is applied to it.
 NOT_IN_WHEEL = ("*BUCK", "*TARGETS", "*.bzl", ".github/*", "pytest.ini")

@@ -19,19 +19,12 @@ from typing import Any, NamedTuple
 import starlark
 
 BUILD_FILES = ("BUCK", "TARGETS")
-PYTHON_KINDS = {
-    "python_library",
-    "python_test",
-    "python_binary",
-    "python_unittest",
-    "python_pytest",
-}
+# A Python rule's kind, with or without runtime. or native.
+PYTHON_KIND = re.compile(r"(.*\.)?python_(library|test|binary|unittest|pytest)")
 # Buck's, which native.* names as well.
 BUILTINS = ("glob", "package_name", "read_config")
-DIALECT, GLOBALS = (
-    starlark.Dialect.extended(),
-    starlark.Globals.extended_by([starlark.LibraryExtension.StructType]),
-)
+DIALECT = starlark.Dialect.extended()
+GLOBALS = starlark.Globals.extended_by([starlark.LibraryExtension.StructType])
 # Every module starts with this. A rule records itself through `_record` (Python) and returns what helpers such
 # as get_*_deps() do, a list; the rest stands for what Meta's macro files and Buck define, as fbcode sees them.
 PRELUDE = """
@@ -52,46 +45,35 @@ host_info = lambda: struct(os = struct(is_linux = True, is_macos = False, is_win
 DEFINED = set(re.findall(r"^(\w+) =", PRELUDE, re.M))
 
 
+def _git(git_dir: str, *args: str) -> str:
+    command = ["git", "--git-dir", git_dir, *args]
+    return subprocess.check_output(command, stderr=subprocess.PIPE, encoding="utf-8")
+
+
 class Tree:
     """A source tree as a set of repo-relative paths; texts are read on demand, once, as few are needed."""
 
     def __init__(self, files: set[str], read: Callable[[str], str]) -> None:
         self.files = frozenset(files)
-        self.dirs = {
-            "/".join(parts[:i])
-            for parts in (f.split("/") for f in files)
-            for i in range(len(parts))
-        }
-        self.read: Callable[[str], str] = functools.lru_cache(maxsize=None)(read)
+        parts = [f.split("/") for f in files]
+        self.dirs = {"/".join(p[:i]) for p in parts for i in range(len(p))}
+        self.read: Callable[[str], str] = functools.cache(read)
 
     @classmethod
     def from_git(cls, git_dir: str, ref: str, overlay: Path | None = None) -> "Tree":
         """Upstream at `ref`, with the files under `overlay` (the series' patched files) replacing or adding."""
+        patched: set[str] = set()
+        if overlay:
+            files = [p for p in overlay.rglob("*") if p.is_file()]
+            patched = {p.relative_to(overlay).as_posix() for p in files}
 
-        def git(*args: str) -> str:
-            command = ["git", "--git-dir", git_dir, *args]
-            return subprocess.run(
-                command, capture_output=True, encoding="utf-8", check=True
-            ).stdout
+        def read(path: str) -> str:
+            if overlay and path in patched:
+                return (overlay / path).read_text("utf-8")
+            return _git(git_dir, "show", f"{ref}:{path}")
 
-        patched = (
-            {
-                p.relative_to(overlay).as_posix()
-                for p in overlay.rglob("*")
-                if p.is_file()
-            }
-            if overlay
-            else set()
-        )
-        return cls(
-            set(git("ls-tree", "-r", "-z", "--name-only", ref).split("\0")) - {""}
-            | patched,
-            lambda path: (
-                (overlay / path).read_text("utf-8")
-                if overlay and path in patched
-                else git("show", f"{ref}:{path}")
-            ),
-        )
+        listed = _git(git_dir, "ls-tree", "-r", "-z", "--name-only", ref).split("\0")
+        return cls(set(listed) - {""} | patched, read)
 
     def module_file(self, module: str) -> str | None:
         """File defining an executorch module ('' for a folder without __init__.py); None if nothing does."""
@@ -108,20 +90,17 @@ class Tree:
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
-                    base = ".".join(
-                        ("executorch/" + path).split("/")[: -node.level] + [base]
-                    ).strip(".")
-                modules = [f"{base}.{alias.name}" for alias in node.names]
-                found.update(
-                    m if self.module_file(m) is not None else base for m in modules
-                )
+                    package = ("executorch/" + path).split("/")[: -node.level]
+                    base = ".".join([*package, base]).strip(".")
+                for alias in node.names:
+                    module = f"{base}.{alias.name}"
+                    found.add(module if self.module_file(module) is not None else base)
         return {m for m in found if m.startswith("executorch.")}
 
 
 # A Python rule as Buck sees it, with srcs as repo paths and ExecuTorch deps as //executorch/... labels.
 class Target(NamedTuple):
     label: str
-    kind: str
     srcs: list[str]
     deps: list[str]
 
@@ -140,68 +119,66 @@ def _split(label: str, package: str) -> tuple[str, str] | None:
     if "//" not in label:
         return package, label.lstrip(":")
     for cell in ("fbsource//xplat/executorch", "fbcode//executorch", "//executorch"):
-        if label.startswith(cell) and label[len(cell) : len(cell) + 1] in (
-            "",
-            "/",
-            ":",
-        ):
-            folder, _, name = label[len(cell) :].lstrip("/").partition(":")
+        rest = label.removeprefix(cell)
+        if label.startswith(cell) and rest[:1] in ("", "/", ":"):
+            folder, _, name = rest.lstrip("/").partition(":")
             return folder, name or folder.rpartition("/")[2]
     return None
 
 
 def _stand_in(name: str, text: str) -> str:
-    """Starlark for a name that only Meta's files define: a struct of the attributes that `text` uses (`is_*` ones
-    False: `runtime.is_oss` takes the fbcode view), a list for a CONSTANT, else a rule."""
+    """Starlark for a name only Meta defines: a struct of the attributes `text` uses, [] for a CONSTANT, else a rule."""
     # The lookahead leaves out "x.bzl".
-    attributes = sorted(
-        set(re.findall(rf"\b{re.escape(name)}\.(\w+)\b(?![\"'])", text))
-    )
-    values = {
-        a: a
-        if a in BUILTINS
-        else "False"
-        if a.startswith("is_")
-        else f'_rule("{name}.{a}")'
-        for a in attributes
-    }
-    if values:
-        return f"struct({', '.join(f'{a} = {v}' for a, v in values.items())})"
-    return "[]" if name.isupper() else f'_rule("{name}")'
+    used = sorted(set(re.findall(rf"\b{re.escape(name)}\.(\w+)\b(?![\"'])", text)))
+    if not used:
+        return "[]" if name.isupper() else f'_rule("{name}")'
+    # Each a rule, but Buck's own functions stay themselves and `is_*` are False: `runtime.is_oss` is fbcode's view.
+    values = {a: f'_rule("{name}.{a}")' for a in used}
+    values.update({a: "False" for a in used if a.startswith("is_")})
+    values.update({a: a for a in used if a in BUILTINS})
+    return f"struct({', '.join(f'{a} = {v}' for a, v in values.items())})"
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """Buck's glob: `*` stays inside one folder, `**` spans any number of them."""
+    rx = ""
+    for part in pattern.split("/"):
+        escaped = re.escape(part).replace(r"\*", "[^/]*").replace(r"\?", "[^/]")
+        rx += "(?:[^/]+/)*" if part == "**" else escaped + "/"
+    return re.compile(rx[:-1] if rx.endswith("/") else rx + "[^/]+")
+
+
+def _describe(error: starlark.StarlarkError) -> str:
+    """The innermost error, 'path:line:column: message': upstream's own mistake, not a load of it."""
+    text = str(error)
+    message = re.search(r"^error: (?:(?:StarlarkError|error): )*(.*)$", text, re.M)
+    place = re.search(r"^ *--> (\S+)$", text, re.M)
+    return f"{place[1] if place else '?'}: {message[1] if message else text}"
 
 
 class Package:
-    """A folder with a build file, evaluated."""
+    """A folder with a build file, evaluated; its error is what stopped upstream's Starlark, a finding, not a crash."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         # Every target declared, of any rule, so that deps on C++ rules resolve.
         self.names: set[str] = set()
         self.targets: list[Target] = []  # the Python ones
-        self.error: str | None = (
-            None  # what stopped upstream's Starlark: a finding rather than a crash
-        )
+        self.error: str | None = None
 
-    def declare(
-        self, kind: str, name: Any, srcs: Any, deps: Any
-    ) -> None:  # a rule called in Starlark, via `_rule`
+    def declare(self, kind: str, name: Any, srcs: Any, deps: Any) -> None:
         if not isinstance(name, str):
             return
         self.names.add(name)
-        # The kind with or without runtime. or native.; a dict of srcs maps module names to files.
-        if kind.rpartition(".")[2] in PYTHON_KINDS:
-            files = srcs.values() if isinstance(srcs, dict) else srcs or []
-            files = [
-                _join(self.path, s)
-                for s in files
-                if isinstance(s, str) and ":" not in s
-            ]
-            deps = [
-                _label(*where) if (where := _split(d, self.path)) else d
-                for d in deps or []
-                if isinstance(d, str)
-            ]
-            self.targets.append(Target(_label(self.path, name), kind, files, deps))
+        if not PYTHON_KIND.fullmatch(kind):
+            return
+        # A dict of srcs maps module names to files.
+        srcs = srcs.values() if isinstance(srcs, dict) else srcs or []
+        srcs = [s for s in srcs if isinstance(s, str) and ":" not in s]
+        files = [_join(self.path, s) for s in srcs]
+        deps = [d for d in deps or [] if isinstance(d, str)]
+        deps = [_label(*where) if (where := _split(d, self.path)) else d for d in deps]
+        self.targets.append(Target(_label(self.path, name), files, deps))
 
 
 class Buck:
@@ -210,107 +187,67 @@ class Buck:
     def __init__(self, tree: Tree) -> None:
         self.tree = tree
         # Reverse order puts x/TARGETS before x/BUCK, so BUCK wins where a folder has both.
-        self.build_files = {
-            p.rpartition("/")[0]: p
-            for p in sorted(tree.files, reverse=True)
-            if p.rpartition("/")[2] in BUILD_FILES
-        }
+        paths = sorted(tree.files, reverse=True)
+        builds = [p for p in paths if p.rpartition("/")[2] in BUILD_FILES]
+        self.build_files = {p.rpartition("/")[0]: p for p in builds}
         self.packages: dict[str, Package] = {}
         # Names that upstream's files use but neither they nor starlark define.
         self.unknown: set[str] = set()
 
     def package(self, folder: str) -> Package:
+        """The folder's package, evaluated once; an empty one, not kept, where it has no build file."""
+        if folder not in self.build_files:
+            return Package(folder)
+        path = self.build_files[folder]
         while folder not in self.packages:
-            package = self.packages[folder] = Package(folder)
+            package = Package(folder)
             try:
-                self.evaluate(
-                    package,
-                    self.build_files[folder],
-                    self.tree.read(self.build_files[folder]),
-                )
+                self.evaluate(package, path, self.tree.read(path))
             except starlark.StarlarkError as error:
                 unknown = re.search(r"Variable `(\w+)` not found", str(error))
                 # A name nobody defines: a rule, and run it again.
                 if unknown and unknown[1] not in self.unknown:
                     self.unknown.add(unknown[1])
-                    del self.packages[folder]
-                else:  # the innermost error, 'path:line:column: message': upstream's own mistake, not a load of it
-                    message = re.search(
-                        r"^error: (?:(?:StarlarkError|error): )*(.*)$", str(error), re.M
-                    )
-                    place = re.search(r"^ *--> (\S+)$", str(error), re.M)
-                    package.error = f"{place[1] if place else '?'}: {message[1] if message else error}"
+                    continue
+                package.error = _describe(error)
+            self.packages[folder] = package
         return self.packages[folder]
 
     def evaluate(self, package: Package, path: str, text: str) -> starlark.FrozenModule:
-        code, module, folder = (
-            starlark.parse(path, text, DIALECT),
-            starlark.Module(),
-            path.rpartition("/")[0],
-        )
-        loaded = {
-            alias: name
-            for load in code.loads()
-            for alias, name in load.symbols.items()
-            if name not in DEFINED
-        }
+        code, module = starlark.parse(path, text, DIALECT), starlark.Module()
+        symbols = [s for load in code.loads() for s in load.symbols.items()]
+        loaded = {alias: name for alias, name in symbols if name not in DEFINED}.items()
 
         def load(label: str) -> starlark.FrozenModule:
-            file = _join(*where) if (where := _split(label, folder)) else ""
+            where = _split(label, path.rpartition("/")[0])
+            file = _join(*where) if where else ""
             if file.endswith(".bzl") and file in self.tree.files:
                 return self.evaluate(package, file, self.tree.read(file))
-            stubs = "".join(
-                f"{name} = {_stand_in(alias, text)}\n" for alias, name in loaded.items()
-            )
-            return self.evaluate(package, label, stubs)
+            stubs = [f"{name} = {_stand_in(alias, text)}\n" for alias, name in loaded]
+            return self.evaluate(package, label, "".join(stubs))
 
-        for name, function in (
-            ("_record", package.declare),
-            ("glob", functools.partial(self.glob, package.path)),
-            ("package_name", lambda: package.path),
-            ("print", lambda *args, **kwargs: None),
-            ("read_config", lambda section, key, default=None: default),
-        ):
-            module.add_callable(name, function)
-        unknown = "".join(
-            f'{name} = _rule("{name}")\n' for name in sorted(self.unknown)
-        )
-        prelude = f"{PRELUDE}native = {_stand_in('native', text)}\n{unknown}"
+        module.add_callable("_record", package.declare)
+        module.add_callable("glob", functools.partial(self.glob, package.path))
+        module.add_callable("package_name", lambda: package.path)
+        module.add_callable("print", lambda *args, **kwargs: None)
+        module.add_callable("read_config", lambda section, key, default=None: default)
+        prelude = f"{PRELUDE}native = {_stand_in('native', text)}\n"
+        for name in sorted(self.unknown):
+            prelude += f'{name} = _rule("{name}")\n'
         starlark.eval(module, starlark.parse("prelude", prelude), GLOBALS)
         starlark.eval(module, code, GLOBALS, starlark.FileLoader(load))
         return module.freeze()
 
     def glob(
-        self,
-        folder: str,
-        include: Sequence[str],
-        exclude: Sequence[str] = (),
-        **_: object,
+        self, folder: str, include: Sequence[str], exclude: Sequence[str] = (), **_: Any
     ) -> list[str]:
-        """Buck's glob: `*` stays inside one folder, `**` spans any number of them, files of subpackages never match."""
-
-        def regex(pattern: str) -> "re.Pattern[str]":
-            rx = "".join(
-                "(?:[^/]+/)*"
-                if part == "**"
-                else re.escape(part).replace(r"\*", "[^/]*").replace(r"\?", "[^/]")
-                + "/"
-                for part in pattern.split("/")
-            )
-            return re.compile(rx[:-1] if rx.endswith("/") else rx + "[^/]+")
-
-        keep, drop = [regex(p) for p in include], [regex(p) for p in exclude]
-        rels = [
-            p[len(folder) + 1 :] if folder else p
-            for p in self.tree.files
-            if self.package_of(p) == folder
-        ]
-        return sorted(
-            r
-            for r in rels
-            if any(x.fullmatch(r) for x in keep)
-            and not any(x.fullmatch(r) for x in drop)
-        )
+        """Buck's glob, where files of subpackages never match."""
+        keep = [_glob_regex(p) for p in include]
+        drop = [_glob_regex(p) for p in exclude]
+        files = [p for p in self.tree.files if self.package_of(p) == folder]
+        rels = [p.removeprefix(f"{folder}/") if folder else p for p in files]
+        kept = [r for r in rels if any(x.fullmatch(r) for x in keep)]
+        return sorted(r for r in kept if not any(x.fullmatch(r) for x in drop))
 
     def package_of(self, path: str) -> str | None:
         """Nearest folder above a file with a build file: only its targets may list the file."""
@@ -322,54 +259,35 @@ class Buck:
 
     def owners(self, path: str) -> list[Target]:
         folder = self.package_of(path)
-        return (
-            []
-            if folder is None
-            else [t for t in self.package(folder).targets if path in t.srcs]
-        )
+        targets = self.package(folder).targets if folder is not None else []
+        return [t for t in targets if path in t.srcs]
 
-    def violations(self, target: Target) -> dict[tuple[str, str, str], str]:
+    def violations(self, target: Target) -> dict[tuple[str, str], str]:
         """Rules b and c for one target, keyed so that the same break in main and in the patched tree compares equal."""
-        found: dict[tuple[str, str, str], str] = {}
+        found: dict[tuple[str, str], str] = {}
         for src in target.srcs:
             if src not in self.tree.files:
-                found[(target.label, "src", src)] = (
-                    f"{target.label}: srcs lists {src}, which does not exist"
-                )
+                found[("src", src)] = f"srcs lists {src}, which does not exist"
                 continue
             try:
                 modules = self.tree.imports(src) if src.endswith(".py") else set()
             except SyntaxError as error:
-                found[(target.label, "syntax", src)] = (
-                    f"{target.label}: {src} does not parse: {error}"
-                )
+                found[("syntax", src)] = f"{src} does not parse: {error}"
                 continue
             for module in sorted(modules):
                 file = self.tree.module_file(module)
                 owners = [t.label for t in self.owners(file)] if file else []
-                why = (
-                    ", which no file in the tree defines"
-                    if file is None
-                    else f" ({file}, owned by {', '.join(owners) or 'no target'}), which is not in its deps"
-                )
-                if (
-                    file is None
-                    or file
-                    and not {target.label, *target.deps} & set(owners)
-                ):
-                    found.setdefault(
-                        (target.label, "import", module),
-                        f"{target.label}: {src} imports {module}{why}",
-                    )
+                if file is None:
+                    why = ", which no file in the tree defines"
+                elif file and not {target.label, *target.deps} & set(owners):
+                    why = f" ({file}, owned by {', '.join(owners) or 'no target'}), which is not in its deps"
+                else:
+                    continue
+                found.setdefault(("import", module), f"{src} imports {module}{why}")
         for dep in target.deps:
             where = _split(dep, "") if dep.startswith("//executorch") else None
-            if where and (
-                where[0] not in self.build_files
-                or where[1] not in self.package(where[0]).names
-            ):
-                found[(target.label, "dep", dep)] = (
-                    f"{target.label}: dep {dep} names no existing target"
-                )
+            if where and where[1] not in self.package(where[0]).names:
+                found[("dep", dep)] = f"dep {dep} names no existing target"
         return found
 
 
@@ -387,48 +305,32 @@ def check(
     for path in added:
         owners = [t.label for t in new.owners(path)]
         if path.endswith(".py") and len(owners) != 1:
-            report.problems.append(
-                f"{path}: in the srcs of {len(owners)} targets ({', '.join(owners) or 'none'}), "
-                "must be in exactly one"
-            )
+            listed = ", ".join(owners) or "none"
+            problem = f"{path}: in the srcs of {len(owners)} targets ({listed}), must be in exactly one"
+            report.problems.append(problem)
     targets: dict[str, Target] = {}
     for path in sorted({*added, *changed}):
         folder, _, name = path.rpartition("/")
         # An edited build file: check all its targets.
         if name in BUILD_FILES or name.endswith(".bzl"):
-            targets.update(
-                (t.label, t)
-                for t in (
-                    new.package(folder).targets if folder in new.build_files else []
-                )
-            )
+            targets.update((t.label, t) for t in new.package(folder).targets)
         elif name.endswith(".py"):
-            listed = new.owners(path)
-            targets.update((t.label, t) for t in listed)
-            report.info.append(
-                f"{path}: owned by {', '.join(t.label for t in listed) or 'no target'}"
-            )
+            owning = new.owners(path)
+            targets.update((t.label, t) for t in owning)
+            labels = ", ".join(t.label for t in owning) or "no target"
+            report.info.append(f"{path}: owned by {labels}")
     for label, target in sorted(targets.items()):
-        folder = (_split(label, "") or ("", ""))[
-            0
-        ]  # main's target of the same label, if any
-        before = (
-            [t for t in old.package(folder).targets if t.label == label]
-            if folder in old.build_files
-            else []
-        )
+        # Main's target of the same label, if any, and what it already breaks.
+        folder = (_split(label, "") or ("", ""))[0]
+        before = [t for t in old.package(folder).targets if t.label == label]
         known = old.violations(before[0]) if before else {}
-        found = new.violations(target)
-        report.info.extend(
-            f"already in main: {message}"
-            for key, message in found.items()
-            if key in known
-        )
-        report.problems.extend(
-            message for key, message in found.items() if key not in known
-        )
+        for key, message in new.violations(target).items():
+            if key in known:
+                report.info.append(f"already in main: {label}: {message}")
+            else:
+                report.problems.append(f"{label}: {message}")
     for folder, package in sorted(new.packages.items()):
-        if package.error and folder in old.build_files and old.package(folder).error:
+        if package.error and old.package(folder).error:
             report.info.append(f"already in main: {package.error}")
         elif package.error:
             report.problems.append(package.error)

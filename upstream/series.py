@@ -9,8 +9,8 @@
     python -m upstream.series apply CHECKOUT REF  # branch device-guard at REF, `git am`
     # edit, test and commit there (`git commit --amend`, `git rebase -i device-guard-base`)
     python -m upstream.series export CHECKOUT     # `git format-patch` it into upstream/
-    python -m upstream.series copy DEST           # DEST/executorch: the installed release
-                                                  # with every patch applied
+    python -m upstream.series copy DEST [OPTION]  # DEST/executorch: the installed release
+                                                  # with every patch applied (git apply OPTION)
 
 --followup does the same on branch device-guard-followup for upstream/followup/, the patches
 that need an upstream issue first. `apply` tags REF as device-guard-base, so that `export`
@@ -50,13 +50,19 @@ def every_patch() -> list[Path]:
     return [*patches(), *patches(FOLLOWUP)]
 
 
-def git(checkout: Path, *args: str, **env: str) -> str:
+def git(checkout: Path, *args: str, env: dict[str, str] | None = None) -> str:
     """git's output; its errors go to the terminal."""
-    command = ["git", "-C", str(checkout), *args]
-    env = {**os.environ, **env}
-    return subprocess.run(
-        command, check=True, stdout=subprocess.PIPE, text=True, env=env
-    ).stdout
+    return subprocess.check_output(
+        ["git", "-C", str(checkout), *args], text=True, env=env
+    )
+
+
+def commit_all(folder: Path, message: str) -> None:
+    """A new repository of `folder`'s files, in one commit by a check identity."""
+    identity = ("-c", "user.name=check", "-c", "user.email=c@localhost")
+    git(folder, "init", "-q", "-b", "main", env=GIT_ENV)
+    git(folder, "add", "-A", env=GIT_ENV)
+    git(folder, *identity, "commit", "-q", "-m", message, env=GIT_ENV)
 
 
 def subject(path: Path) -> str:
@@ -67,28 +73,21 @@ def subject(path: Path) -> str:
 def apply(checkout: Path, ref: str, folder: Path = SERIES) -> None:
     git(checkout, "checkout", "-q", "-b", BRANCHES[folder], ref)
     git(checkout, "tag", "-f", BASE, ref)
-    git(checkout, "am", "-q", "--3way", *(str(path) for path in patches(folder)))
+    git(checkout, "am", "-q", "--3way", *map(str, patches(folder)))
 
 
 def export(checkout: Path, folder: Path = SERIES, out: Path | None = None) -> None:
     """Writes the branch of `folder`'s patches into `out` (default: `folder`)."""
     branch, out = BRANCHES[folder], out or folder
-    stopped = Path(
-        checkout, git(checkout, "rev-parse", "--git-path", "rebase-apply").strip()
-    )
+    stopped = git(checkout, "rev-parse", "--git-path", "rebase-apply").strip()
+    head = git(checkout, "rev-parse", "--abbrev-ref", "HEAD").strip()
     dirty = git(checkout, "status", "--porcelain", "--untracked-files=no")
-    if (
-        git(checkout, "rev-parse", "--abbrev-ref", "HEAD").strip() != branch
-        or stopped.exists()
-        or dirty
-    ):
-        sys.exit(
-            f"export needs {branch} checked out, no changes, and no rebase or am stopped"
-        )
+    if head != branch or Path(checkout, stopped).exists() or dirty:
+        sys.exit(f"export needs {branch} checked out, clean, no rebase or am stopped")
     with tempfile.TemporaryDirectory() as tmp:
         git(
             checkout, "-c", "core.abbrev=12", "format-patch", "-q", "--zero-commit",
-            "--no-signature", "-o", tmp, f"{BASE}..{branch}", **GIT_ENV,
+            "--no-signature", "-o", tmp, f"{BASE}..{branch}", env=GIT_ENV,
         )  # fmt: skip
         if not patches(Path(tmp)):
             sys.exit(f"no commits above {BASE}")
@@ -96,9 +95,8 @@ def export(checkout: Path, folder: Path = SERIES, out: Path | None = None) -> No
         for path in patches(out):
             path.unlink()
         for path in patches(Path(tmp)):
-            shutil.move(
-                path, out / (path.name[:4] + names.get(subject(path), path.name[4:]))
-            )
+            name = path.name[:4] + names.get(subject(path), path.name[4:])
+            shutil.move(path, out / name)
 
 
 def _link(source: str, target: str) -> None:
@@ -121,13 +119,8 @@ def git_apply(tree: Path, paths: Sequence[Path], *options: str) -> str | None:
     """`git apply` of each patch in turn onto `tree`, never fuzzy: git's error, or None."""
     env = {**GIT_ENV, "GIT_CEILING_DIRECTORIES": str(tree.resolve().parent)}
     for path in paths:
-        done = subprocess.run(
-            ["git", "apply", *options, str(path)],
-            cwd=tree,
-            env=env,
-            capture_output=True,
-            text=True,
-        )
+        apply = ["git", "apply", *options, str(path)]
+        done = subprocess.run(apply, cwd=tree, env=env, capture_output=True, text=True)
         if done.returncode:
             return f"{path.name}: {done.stderr}{done.stdout}"
     return None
@@ -141,38 +134,28 @@ def wheel_options() -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--followup", action="store_true", help="upstream/followup/")
-    commands = parser.add_subparsers(dest="command", required=True)
-    apply_parser = commands.add_parser(
-        "apply", help="branch at REF and `git am` the series"
-    )
-    apply_parser.add_argument("checkout", type=Path)
-    apply_parser.add_argument(
-        "ref", help="the upstream revision to build on, e.g. main"
-    )
-    commands.add_parser(
-        "export", help="`git format-patch` into upstream/"
-    ).add_argument("checkout", type=Path)
-    copy = commands.add_parser("copy", help="the installed release, patched, into DEST")
-    copy.add_argument("dest", type=Path)
-    copy.add_argument(
-        "options", nargs="*", help="more git apply options: --include=GLOB ..."
-    )
+    parser.add_argument("command", choices=("apply", "export", "copy"))
+    parser.add_argument("path", type=Path, help="the checkout; for copy, DEST")
+    parser.add_argument("rest", nargs="*", help="apply: REF; copy: git apply options")
     args = parser.parse_args(argv)
     folder = FOLLOWUP if args.followup else SERIES
     if args.command == "copy":
         from upstream.suites import executorch_root
 
-        tree = copy_package(executorch_root(), args.dest)
-        error = git_apply(tree, every_patch(), *wheel_options(), *args.options)
-        print(error or args.dest / "executorch")
+        tree = copy_package(executorch_root(), args.path)
+        error = git_apply(tree, every_patch(), *wheel_options(), *args.rest)
+        print(error or tree)
         return 1 if error else 0
+    if args.command == "apply" and len(args.rest) != 1:
+        parser.error("apply needs REF, the upstream revision to build on")
     try:
-        apply(args.checkout, args.ref, folder) if args.command == "apply" else export(
-            args.checkout, folder
-        )
+        if args.command == "apply":
+            apply(args.path, args.rest[0], folder)
+        else:
+            export(args.path, folder)
     except subprocess.CalledProcessError as error:  # git said why, above
         return error.returncode
-    log = git(args.checkout, "log", "--oneline", f"{BASE}..{BRANCHES[folder]}")
+    log = git(args.path, "log", "--oneline", f"{BASE}..{BRANCHES[folder]}")
     print("\n".join(log.splitlines()[::-1]))
     return 0
 
