@@ -30,12 +30,9 @@ TORCH, BASE = "torch==2.13.0", f"executorch=={BASE_RELEASE}"
 OTHER_RELEASE = "1.4.1"  # the newest before BASE_RELEASE's minor
 # The tests whose outcome depends on the ExecuTorch release; the others (installs, the
 # benchmark, the Buck check) test this repository's tools, on BASE_RELEASE only.
-RELEASE_TESTS = (
-    "test/test_emitter.py",
-    "test/test_sites.py",
-    "test/test_device_sites.py",
-    "test/test_cuda.py",
-    "test/test_series.py",
+RELEASE_TESTS = tuple(
+    f"test/test_{name}.py"
+    for name in ("emitter", "sites", "device_sites", "cuda", "series")
 )
 # (executorch, torch, torchao): the newest torch and torchao that each release allows and pip
 # finds, and 1.5.1 with the newest torch, which `pip install executorch==1.5.1` takes.
@@ -123,13 +120,10 @@ def compat_table(session: nox.Session) -> None:
     (COMPAT_DIR / "RESULTS.md").write_text(render(COMPAT_DIR))
 
 
-HEADERS = ("executorch", "torch", "flatc", "sites guarded", "self-check")
+HEADERS = "executorch|torch|flatc|sites guarded|self-check|tests P/F/E/S".split("|")
 INTRO = """# ExecuTorch 1.x on the CPU
 
-`nox -s compat`, last run {}: each release in a fresh virtual environment with the pins of
-`COMPAT` in noxfile.py and this package editable; `python -m executorch_device_guard`, then
-`pytest -n 2 -rs --junitxml` on `RELEASE_TESTS`. No GPU: CUDA tests skip. The raw results
-are beside this file.
+`nox -s compat` (noxfile.py), last run {}; no GPU, so CUDA tests skip. Raw results beside.
 
 """
 
@@ -150,11 +144,8 @@ def row(junit: Path) -> tuple[list[str], list[str]]:
     flatc = "shipped binary, via `FLATC_EXECUTABLE`" * status.startswith("FLATC")
     outcomes, messages = parse_junit(junit)
     failed = [(t, o) for t, o in outcomes.items() if o != "passed"]
-    failed = [
-        f"{release} (torch {torch}): `{t}`: {o}: {messages[t]}" for t, o in failed
-    ]
-    sites_guarded = "; ".join([guarded, *skipped])
-    row = [release, torch, flatc or "found", sites_guarded, checked]
+    failed = [f"{release} ({torch}): `{t}`: {o}: {messages[t]}" for t, o in failed]
+    row = [release, torch, flatc or "found", "; ".join([guarded, *skipped]), checked]
     return [*row, Run(outcomes, messages).counts], failed
 
 
@@ -170,7 +161,7 @@ def render(folder: Path) -> str:
     suites = [next(ET.parse(p).getroot().iter("testsuite")) for p in runs]
     dates = [suite.get("timestamp", "") for suite in suites]
     lines = [f"- {line}\n" for lines in failed for line in lines]
-    text = INTRO.format(max(dates)[:10]) + table((*HEADERS, "tests P/F/E/S"), rows)
+    text = INTRO.format(max(dates)[:10]) + table(HEADERS, rows)
     return text + "\n\nNot passed, with pytest's reason:\n\n" + "".join(lines)
 
 

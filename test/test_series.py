@@ -87,16 +87,11 @@ class TestSeries(unittest.TestCase):
                     found[0], expected, found[1][-3000:] + found[2][-3000:]
                 )
 
+    @ON_BASE
     def test_upstream_check_passes(self) -> None:
-        """On the series' base release, every check of `python -m upstream.check` that needs no
-        upstream checkout (the series' tests against the package among them); on another
-        release, the series' test files alone, against the package."""
-        on_base = version("executorch") == BASE_RELEASE
-        result = run_check() if on_base else run_check("--against-package")
-        if "do not apply to this release's" in result.stdout:
-            self.skipTest(
-                f"the series' test hunks do not apply to executorch {version('executorch')}'s"
-            )
+        """Every check of `python -m upstream.check` that needs no upstream checkout, the
+        series' tests against the package among them."""
+        result = run_check()
         self.assertEqual(
             result.returncode, 0, result.stdout[-5000:] + result.stderr[-3000:]
         )
