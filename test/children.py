@@ -24,12 +24,17 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def run(
-    name: str, guard: bool, python: str = sys.executable, args: tuple[str, ...] = ()
+    name: str,
+    guard: bool,
+    python: str = sys.executable,
+    args: tuple[str, ...] = (),
+    own_path: bool = False,
 ) -> Any:
-    """Runs child NAME with ARGS, the guard's startup hook on or off, and no PYTHONPATH:
-    (exit status, stdout, stderr)."""
+    """Runs child NAME with ARGS, the guard's startup hook on or off, and with `own_path`,
+    no PYTHONPATH: (exit status, stdout, stderr)."""
     env = {**os.environ, "EXECUTORCH_DEVICE_GUARD": "1" if guard else "0"}
-    env.pop("PYTHONPATH", None)
+    if own_path:
+        env.pop("PYTHONPATH", None)
     done = subprocess.run(
         [python, "-m", "test.children", name, *args],
         cwd=REPO,

@@ -52,9 +52,11 @@ PRELOAD = (  # imported once from a patched copy, before the runs on it are fork
     "executorch.backends.vulkan.serialization.vulkan_graph_builder",
 )
 PROBE, MESSAGES = ["upstream.check", "--probe"], ["test.children", "messages"]
+META = ["test.children", "meta_model"]
 LINTERS = "FLAKE8,UFMT,NEWLINE,ETCAPITAL,LICENSELINT,TORCH_AO_IMPORT"
-LINT_FILES = (".lintrunner.toml", ".flake8", "pyproject.toml")
-LINT_FILES += (".github/workflows/lint.yml", "requirements-lintrunner.txt")
+LINT_CONFIG, LINT_WORKFLOW = ".lintrunner.toml", ".github/workflows/lint.yml"
+LINT_FILES = (LINT_CONFIG, LINT_WORKFLOW, ".flake8", "pyproject.toml")
+LINT_FILES += ("requirements-lintrunner.txt",)
 
 
 def arguments(argv: list[str]) -> argparse.Namespace:
@@ -214,7 +216,7 @@ def assert_passed(done: Run, gpu: bool) -> None:
     assert done.completed and not bad, f"not passing: {bad}\n{done.log[-5000:]}"
 
 
-def forked(runs: dict[Any, Forked], workdir: Path, preload=PRELOAD, guard=False) -> Any:
+def forked(runs: dict[Any, Forked], workdir: Path, preload: Any = PRELOAD, guard=False):
     timeout, listed = suites.TIMEOUT * len(runs), list(runs.values())
     done = suites.run_forked(listed, OPTIONS.workers, timeout, workdir, preload, guard)
     return dict(zip(runs, done, strict=True))
@@ -223,8 +225,7 @@ def forked(runs: dict[Any, Forked], workdir: Path, preload=PRELOAD, guard=False)
 def copy(root: Path, site: Path, paths: Any, *options: str) -> tuple[Path, str | None]:
     """A copy of the installed release in `site`, with these patches applied; git's error."""
     tree = series.copy_package(root, site)
-    options = options or tuple(series.wheel_options())
-    return tree, series.git_apply(tree, paths, *options)
+    return tree, series.git_apply(tree, paths, *series.wheel_options(), *options)
 
 
 @pytest.fixture(scope="session")
@@ -241,6 +242,11 @@ def root() -> Path:
 def gpu() -> bool:  # as the tests' children see it
     code = "import torch; print(torch.cuda.is_available())"
     return run(sys.executable, "-c", code).stdout.strip() == "True"
+
+
+@pytest.fixture(scope="session")
+def unpatched(root: Path, workdir: Path) -> Path:
+    return series.copy_package(root, workdir / "unpatched")
 
 
 @pytest.fixture(scope="session")
@@ -262,6 +268,8 @@ def test_sizes() -> None:
     found += [f"the series: {total} lines"] * (total > MAX_SERIES_LINES)
     found += [f"{r[0]}: {r[3]} words" for r in rows if r[3] > MAX_WORDS]
     found += [f"{r[0]}: {r[4]}-character subject" for r in rows if r[4] > MAX_SUBJECT]
+    added = [f.path for p in PATCHES for f in p.diff if f.is_added_file and _is_code(f)]
+    found += [f"{path}: a new module, which no check here types" for path in added]
     assert not found
 
 
@@ -298,9 +306,7 @@ def on_patched(patched: Path, workdir: Path) -> dict[str, Run]:
         "probe": Forked(patched.parent, PROBE, "probe"),
         "series": pytest_run(patched, TESTS, workdir / "series"),
         "messages": Forked(patched.parent, MESSAGES, "messages-series"),
-        "both": Forked(
-            patched.parent, [*MESSAGES[:1], "meta_model"], "meta-both", True
-        ),
+        "both": Forked(patched.parent, META, "meta-both", True),
     }
     for i, command in enumerate(COMMANDS):
         runs[command] = Forked(patched.parent, shlex.split(command)[2:], f"ci-{i}")
@@ -409,7 +415,7 @@ def suite_outcomes(request: Any, root: Path, workdir: Path) -> suites.Comparison
     (guard off), or in the installed release, guard on and off (`nox -s suites`); each
     setup's probe first."""
     if request.param == "patched":
-        plain = series.copy_package(root, workdir / "plain")
+        plain = request.getfixturevalue("unpatched")
         setups = {"patched": (request.getfixturevalue("patched"), False)}
         setups["unpatched"] = plain, False
         probes = [{"wrapped": False, "checks": checks} for checks in (True, False)]
@@ -481,40 +487,37 @@ def test_each_patch_applies_alone_to_main(patch: Patch, upstream: Path) -> None:
 @pytest.mark.parametrize(
     "kind", [series.SERIES, series.FOLLOWUP], ids=["merge set", "follow-ups"]
 )
-def test_git_am_and_format_patch_give_back_the_files(kind: Path, am: Any, workdir: Any):
+def test_git_am_and_format_patch_give_back_the_files(
+    kind: Path, am: Path, workdir: Path
+):
     exported = series.patches(workdir / f"exported-{kind.name}")
     ours = series.patches(kind)
     assert [p.read_bytes() for p in exported] == [p.read_bytes() for p in ours]
 
 
 def test_pytest_collects_the_series_tests_as_upstream_ci(
-    am: Path, patched: Path, root: Path, workdir: Path
+    am: Path, patched: Path, unpatched: Path, workdir: Path
 ) -> None:
     """As upstream's unittest jobs collect (`pytest -n auto`, pytest.ini's testpaths), the
-    patched copy with the series' pytest.ini gives no error that an unpatched one lacks with
-    main's: two test files of one basename, in folders without __init__.py, import as one
-    module."""
-    unpatched = series.copy_package(root, workdir / "unpatched")
+    patched copy with the series' pytest.ini collects every series test but those that the
+    CI PR's commands name, with no error that an unpatched one lacks with main's: two test
+    files of one basename, in folders without __init__.py, import as one module."""
     inis = {"unpatched": git(am, "show", f"{series.BASE}:pytest.ini")}
     inis["patched"] = (am / "pytest.ini").read_text()
-    errors = {}
+    found = {}
     for state, tree in (("unpatched", unpatched), ("patched", patched)):
         (config := workdir / f"{state}.ini").write_text(inis[state])
-        args = [
-            "-c",
-            config,
-            "--rootdir",
-            ".",
-            "--collect-only",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-        ]
+        args = ["-c", config, "--rootdir", ".", "--collect-only", "-q"]
         env = suites.environment(False, tree.parent)
         done = run(sys.executable, "-m", "pytest", *args, cwd=tree, env=env)
-        errors[state] = set(re.findall(r"^ERROR (\S+)", done.stdout, re.M))
         print(f"\n{state}: exit {done.returncode}\n{done.stdout[-1500:]}")
-    assert not errors["patched"] - errors["unpatched"]
+        assert done.returncode in (0, 2) and " collected" in done.stdout, done.stderr
+        found[state] = done.stdout
+    errors = [set(re.findall(r"^ERROR (\S+)", text, re.M)) for text in found.values()]
+    whole = [re.findall(r"(\S+\.py)(?:\s|$)", c) for c in COMMANDS]  # files run whole
+    missing = [t for t in TESTS if t not in found["patched"]]
+    missing = [t for t in missing if not any(t.split("::")[0] in w for w in whole)]
+    assert not errors[1] - errors[0] and not missing, (errors, missing)
 
 
 def test_buck_targets_own_the_files_and_their_imports(am: Path, workdir: Path) -> None:
@@ -538,7 +541,7 @@ def test_upstream_linters_report_nothing(am: Path, workdir: Path) -> None:
         pytest.skip("needs --lint")
     import tomllib  # Python 3.11; only the maintainers' full check gets here
 
-    workflow = (am / LINT_FILES[3]).read_text()
+    workflow = (am / LINT_WORKFLOW).read_text()
     pins = re.findall(r"\blintrunner(?:-adapters)?==[\w.]+", workflow)
     venv = workdir / "lint"  # its bin first on PATH, as `python -m lintrunner_adapters`
     path = f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"
@@ -553,7 +556,7 @@ def test_upstream_linters_report_nothing(am: Path, workdir: Path) -> None:
     done = run(*lintrunner, "--tee-json", tee, *paths, cwd=am, env=env)
     print(f"\nlintrunner: exit {done.returncode}\n{done.stdout}{done.stderr}")
     meant = []
-    for linter in tomllib.loads((am / LINT_FILES[0]).read_text())["linter"]:
+    for linter in tomllib.loads((am / LINT_CONFIG).read_text())["linter"]:
         pattern = [a[10:] for a in linter["command"] if a.startswith("--pattern=")]
         if linter["code"] in LINTERS and "grep_linter" in linter["command"] and pattern:
             found = re.compile(pattern[0].replace("\\\\", "\\"))  # TOML doubles them
@@ -605,7 +608,7 @@ def main(argv: list[str]) -> int:
     return p.returncode
 
 
-def report(args: Any, argv: list[str], output: str, tmp: str) -> str:
+def report(args: argparse.Namespace, argv: list[str], output: str, tmp: str) -> str:
     """The run as markdown, without this machine's paths."""
     blobs = [(p.name, run("git", "hash-object", p.path).stdout[:12]) for p in PATCHES]
     places = {tmp: "<tmp>", str(suites.executorch_root()): "<site-packages>/executorch"}

@@ -136,6 +136,7 @@ def serve(workers: int, preload: Sequence[str]) -> None:
     try:
         for plugin in entry_points(group="pytest11"):
             plugin.load()
+        assert not preload or len({run[0] for run in runs}) == 1, "one site to preload"
         sys.path[:0] = [runs[0][0]] if preload else []
         for module in preload:
             __import__(module)
@@ -164,22 +165,30 @@ def serve(workers: int, preload: Sequence[str]) -> None:
 
 
 def _child(site: str, argv: list[str], log: str, guard: bool) -> None:
-    """One run, as `python -m` runs it in the repository's root; it leaves by os._exit. A
-    run whose ExecuTorch modules came from outside `site` exits with 3, as pytest does on an
-    internal error: not a completed run."""
+    """One run, as `python -m` runs it in the repository's root, ended by SIGALRM after
+    TIMEOUT; it leaves by os._exit. A run whose ExecuTorch modules came from outside `site`
+    exits with 3, as pytest does on an internal error: not a completed run. In the installed
+    release (already on sys.path), it writes no bytecode there."""
     status = 3
     try:
+        signal.alarm(int(TIMEOUT))
         del os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"]
+        if site in sys.path:
+            sys.dont_write_bytecode = True
+            os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
         os.environ.update(environment(guard, Path(site)))
         os.chdir(os.path.join(site, "executorch"))
         sys.path[:0] = [os.getcwd(), *[site] * (site not in sys.path)]
-        out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(out, 1)
         os.dup2(out, 2)
-        if guard:
-            import executorch_device_guard
+        if guard or "executorch_device_guard" in sys.modules:  # the server's may differ
+            import executorch_device_guard as package
 
-            executorch_device_guard.install()
+            if guard:
+                package.install()
+            else:
+                package.uninstall()
         sys.argv = list(argv)
         try:
             runpy.run_module(argv[0], run_name="__main__", alter_sys=True)
@@ -218,6 +227,7 @@ def run_forked(
     4 to 5 s of CPU less than a fresh one each. `timeout` is for all of them; at its end
     every child is killed. A run gives outcomes where it asks pytest for a junit. `guard`:
     the server's, from its start, as an installed package's (re-exported names too)."""
+    workdir.mkdir(parents=True, exist_ok=True)
     logs = [str(workdir / f"{r.name}.log") for r in runs]
     order = [(str(r.site), r.argv, log, r.guard) for r, log in zip(runs, logs)]
     env = {**os.environ, "EXECUTORCH_DEVICE_GUARD": str(int(guard))}
