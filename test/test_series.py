@@ -89,12 +89,21 @@ class TestSeries(unittest.TestCase):
                     found[0], expected, found[1][-3000:] + found[2][-3000:]
                 )
 
+    @ON_BASE
+    def test_each_patch_alone_passes_its_own_tests(self) -> None:
+        """`python -m upstream.check -k alone`: apart from the rest, so that pytest-xdist can
+        run the two side by side."""
+        self.assert_check_passes("-k", "alone")
+
     def test_upstream_check_passes(self) -> None:
-        """On the series' base release, every check of `python -m upstream.check` that needs
-        no upstream checkout; on another, the series' test files against the package, where
-        they apply."""
+        """On the series' base release, every other check of `python -m upstream.check` that
+        needs no upstream checkout; on another, the series' test files against the package,
+        where they apply."""
         on_base = version("executorch") == BASE_RELEASE
-        result = run_check() if on_base else run_check("-k", "against_package")
+        self.assert_check_passes("-k", "not alone" if on_base else "against_package")
+
+    def assert_check_passes(self, *args: str) -> None:
+        result = run_check(*args)
         if "do not apply to this release's" in result.stdout:
             self.skipTest(
                 f"the series' test hunks do not apply to {version('executorch')}"

@@ -123,19 +123,16 @@ def pytest_run(
 
 
 def serve(workers: int, preload: Sequence[str]) -> None:
-    """run_forked's server: imports pytest's plugins and torch (and `preload`, from the
-    runs' one site), then forks a child for each run that it reads as JSON from stdin,
-    `workers` at a time, and prints their exit statuses. torch.cuda.is_available() asks
-    NVML here, so that CUDA starts in the children only."""
-    from importlib.metadata import entry_points
-
+    """run_forked's server: imports pytest and torch (and `preload`, from the runs' one
+    site), then forks a child for each run that it reads as JSON from stdin, `workers` at a
+    time, and prints their exit statuses. Not pytest's plugins: xdist's keeps sys.path as it
+    was, for its workers. torch.cuda.is_available() asks NVML here, so that CUDA starts in
+    the children only."""
     import pytest  # noqa: F401
     import torch
 
     runs = json.load(sys.stdin)
     try:
-        for plugin in entry_points(group="pytest11"):
-            plugin.load()
         assert not preload or len({run[0] for run in runs}) == 1, "one site to preload"
         sys.path[:0] = [runs[0][0]] if preload else []
         for module in preload:
