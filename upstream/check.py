@@ -61,10 +61,8 @@ LINT_FILES += ("requirements-lintrunner.txt",)
 
 def arguments(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for flag in ("mutations", "suites", "lint", "require-cuda"):
+    for flag in ("mutations", "suites", "lint", "require-cuda", "counts", "probe"):
         parser.add_argument(f"--{flag}", action="store_true")
-    parser.add_argument("--counts", action="store_true")
-    parser.add_argument("--probe", action="store_true")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--upstream-git", default="")
     parser.add_argument("--ref", default="refs/heads/main")
@@ -216,7 +214,9 @@ def assert_passed(done: Run, gpu: bool) -> None:
     assert done.completed and not bad, f"not passing: {bad}\n{done.log[-5000:]}"
 
 
-def forked(runs: dict[Any, Forked], workdir: Path, preload: Any = PRELOAD, guard=False):
+def forked(
+    runs: dict[Any, Forked], workdir: Path, preload: Any = PRELOAD, guard: bool = False
+) -> dict[Any, Run]:
     timeout, listed = suites.TIMEOUT * len(runs), list(runs.values())
     done = suites.run_forked(listed, OPTIONS.workers, timeout, workdir, preload, guard)
     return dict(zip(runs, done, strict=True))
@@ -290,7 +290,9 @@ def alone(root: Path, workdir: Path) -> dict[str, Run]:
 
 
 @pytest.mark.parametrize("patch", PATCHES, ids=NAMES)
-def test_each_patch_alone_passes_its_own_tests(patch: Patch, gpu: bool, request: Any):
+def test_each_patch_alone_passes_its_own_tests(
+    patch: Patch, gpu: bool, request: Any
+) -> None:
     if patch.ci_only:
         pytest.skip("workflows only: test_ci_commands_pass_as_written runs them")
     assert patch.tests, "it adds no tests of its own"
@@ -388,7 +390,9 @@ def mutants(patched: Path, workdir: Path) -> list[tuple[str, Run | None]]:
     range(len(HUNKS)),
     ids=[f"{NAMES[i][:-6]}:{f.path}:{h.target_start}" for i, f, h in HUNKS],
 )
-def test_each_hunk_is_needed_by_its_patch_tests(number: int, mutants: Any, gpu: bool):
+def test_each_hunk_is_needed_by_its_patch_tests(
+    number: int, mutants: Any, gpu: bool
+) -> None:
     index, _, hunk = HUNKS[number]
     error, done = mutants[number]
     assert done is not None, f"does not revert: {error}"
@@ -434,7 +438,9 @@ def suite_outcomes(request: Any, root: Path, workdir: Path) -> suites.Comparison
 
 @pytest.mark.skipif(not OPTIONS.suites, reason="needs --suites")
 @pytest.mark.parametrize("suite", suites.DEFAULT_SUITES)
-def test_upstream_suites_give_the_same_outcomes(suite: str, suite_outcomes: Any):
+def test_upstream_suites_give_the_same_outcomes(
+    suite: str, suite_outcomes: Any
+) -> None:
     found, index = suite_outcomes, suites.DEFAULT_SUITES.index(suite)
     assert not [line for line in found.broken if line.startswith(suite)]
     row = found.rows[index]
@@ -489,7 +495,7 @@ def test_each_patch_applies_alone_to_main(patch: Patch, upstream: Path) -> None:
 )
 def test_git_am_and_format_patch_give_back_the_files(
     kind: Path, am: Path, workdir: Path
-):
+) -> None:
     exported = series.patches(workdir / f"exported-{kind.name}")
     ours = series.patches(kind)
     assert [p.read_bytes() for p in exported] == [p.read_bytes() for p in ours]
@@ -569,7 +575,9 @@ def test_upstream_linters_report_nothing(am: Path, workdir: Path) -> None:
 
 
 @pytest.mark.parametrize("workflow", WORKFLOWS)
-def test_actionlint_finds_nothing_new_in(workflow: str, am: Path, workdir: Path):
+def test_actionlint_finds_nothing_new_in(
+    workflow: str, am: Path, workdir: Path
+) -> None:
     if not OPTIONS.actionlint:
         pytest.skip("needs --actionlint")
     found = {}

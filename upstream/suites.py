@@ -15,6 +15,7 @@ import runpy
 import signal
 import subprocess
 import sys
+import sysconfig
 import time
 import traceback
 import xml.etree.ElementTree as ET
@@ -165,12 +166,12 @@ def _child(site: str, argv: list[str], log: str, guard: bool) -> None:
     """One run, as `python -m` runs it in the repository's root, ended by SIGALRM after
     TIMEOUT; it leaves by os._exit. A run whose ExecuTorch modules came from outside `site`
     exits with 3, as pytest does on an internal error: not a completed run. In the installed
-    release (already on sys.path), it writes no bytecode there."""
+    release (site-packages), it writes no bytecode there."""
     status = 3
     try:
         signal.alarm(int(TIMEOUT))
         del os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"]
-        if site in sys.path:
+        if site == sysconfig.get_path("purelib"):
             sys.dont_write_bytecode = True
             os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
         os.environ.update(environment(guard, Path(site)))
