@@ -16,6 +16,7 @@ needs it. _sites, which imports torch, loads only when wrapping.
 
 import functools
 import re
+import sys
 import warnings
 from collections.abc import Callable
 from types import ModuleType
@@ -189,8 +190,35 @@ def _positional_names(function: Callable[..., Any]) -> list[str]:
     return [p.name for p in parameters if p.kind in kinds]
 
 
+def _defined_functions() -> list[Patched]:
+    """The patched functions that their module defines, which other modules may re-export
+    (executorch.exir.to_edge is executorch.exir.program._program.to_edge)."""
+    return [
+        p
+        for p in PATCHED.values()
+        if isinstance(p.owner, ModuleType) and p.original.__module__ == p.owner.__name__
+    ]
+
+
+def _rebind(functions: dict[int, Callable[..., Any]]) -> None:
+    """Each executorch.* module's name for a function whose id is a key names its value."""
+    for name, module in list(sys.modules.items()):
+        if name.startswith("executorch.") and module is not None:
+            for attr, value in list(vars(module).items()):
+                if id(value) in functions:
+                    setattr(module, attr, functions[id(value)])
+
+
+def follow_re_exports() -> None:
+    """Re-exports imported before install() name the guarded functions. Those imported after
+    a guarded module was patched name them already, so the import hook needs no scan."""
+    _rebind({id(p.original): p.guarded for p in _defined_functions()})
+
+
 def restore_all() -> None:
-    """Puts every original function back and forgets the skipped sites and the warning."""
+    """Puts every original function back, re-exports too, and forgets the skipped sites and
+    the warning."""
+    _rebind({id(p.guarded): p.original for p in _defined_functions()})
     for patched in PATCHED.values():
         setattr(patched.owner, patched.attr, patched.original)
     PATCHED.clear()

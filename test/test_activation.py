@@ -109,6 +109,24 @@ class TestState(unittest.TestCase):
             (False, [], {}),
         )
 
+    def test_re_exports_follow_the_function_and_other_imports_stay(self) -> None:
+        """executorch.exir.to_edge follows _program.to_edge, which that module defines;
+        XNNPACK's get_param_tensor, which the site's module only imports, stays in utils."""
+        import executorch.exir
+        from executorch.backends.xnnpack.operators import node_visitor
+        from executorch.backends.xnnpack.utils import utils
+        from executorch.exir.program import _program
+
+        original, param_tensor = _program.to_edge, utils.get_param_tensor
+        self.assertIs(executorch.exir.to_edge, original)
+        guard.install()
+        self.assertIs(executorch.exir.to_edge.__wrapped__, original)
+        self.assertIs(node_visitor.get_param_tensor.__wrapped__, param_tensor)
+        self.assertIs(utils.get_param_tensor, param_tensor)
+        guard.uninstall()
+        self.assertIs(executorch.exir.to_edge, original)
+        self.assertIs(node_visitor.get_param_tensor, param_tensor)
+
     def test_changed_internals_are_left_alone_with_one_warning(self) -> None:
         module = fake_emitter()
         original = vars(module._Emitter)["_tensor_spec_to_evalue"]
