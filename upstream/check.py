@@ -215,10 +215,10 @@ def assert_passed(done: Run, gpu: bool) -> None:
 
 
 def forked(
-    runs: dict[Any, Forked], workdir: Path, preload: Any = PRELOAD, guard: bool = False
+    runs: dict[Any, Forked], workdir: Path, preload: Any = PRELOAD
 ) -> dict[Any, Run]:
     timeout, listed = suites.TIMEOUT * len(runs), list(runs.values())
-    done = suites.run_forked(listed, OPTIONS.workers, timeout, workdir, preload, guard)
+    done = suites.run_forked(listed, OPTIONS.workers, timeout, workdir, preload)
     return dict(zip(runs, done, strict=True))
 
 
@@ -332,9 +332,8 @@ def test_ci_commands_pass_as_written(command: str, on_patched: Any, gpu: bool) -
 
 @pytest.fixture(scope="session")
 def against(root: Path, workdir: Path) -> dict[str, Run]:
-    """The series' test files alone applied to a copy of the installed release, forked
-    from a server that the guard wrapped from its start: the probe, those tests and the
-    package's messages."""
+    """The series' test files alone applied to a copy of the installed release, each run
+    guarded in its forked child: the probe, those tests and the package's messages."""
     if importlib.util.find_spec("executorch_device_guard") is None:
         pytest.skip("executorch-device-guard is not installed")
     paths, include = [p.path for p in PATCHES], f"--include={TEST_FILE}"
@@ -346,7 +345,7 @@ def against(root: Path, workdir: Path) -> dict[str, Run]:
         "series": pytest_run(tree, TESTS, workdir / "series-on", guard=True),
         "messages": Forked(tree.parent, MESSAGES, "messages-package", True),
     }
-    return forked(runs, workdir, guard=True)
+    return forked(runs, workdir)
 
 
 def test_against_package_the_series_tests_pass(against: Any, gpu: bool) -> None:

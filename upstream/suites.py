@@ -180,13 +180,10 @@ def _child(site: str, argv: list[str], log: str, guard: bool) -> None:
         out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(out, 1)
         os.dup2(out, 2)
-        if guard or "executorch_device_guard" in sys.modules:  # the server's may differ
-            import executorch_device_guard as package
+        if guard:  # the server's is off
+            import executorch_device_guard
 
-            if guard:
-                package.install()
-            else:
-                package.uninstall()
+            executorch_device_guard.install()
         sys.argv = list(argv)
         try:
             runpy.run_module(argv[0], run_name="__main__", alter_sys=True)
@@ -219,16 +216,15 @@ def run_forked(
     timeout: float,
     workdir: Path,
     preload: Sequence[str] = (),
-    guard: bool = False,
 ) -> list[Run]:
     """Each run in a child forked from one interpreter that has imported torch (serve):
     4 to 5 s of CPU less than a fresh one each. `timeout` is for all of them; at its end
-    every child is killed. A run gives outcomes where it asks pytest for a junit. `guard`:
-    the server's, from its start, as an installed package's (re-exported names too)."""
+    every child is killed. A run gives outcomes where it asks pytest for a junit. The server
+    starts without the guard; a run's child installs it (`preload` too, re-exports too)."""
     workdir.mkdir(parents=True, exist_ok=True)
     logs = [str(workdir / f"{r.name}.log") for r in runs]
     order = [(str(r.site), r.argv, log, r.guard) for r, log in zip(runs, logs)]
-    env = {**os.environ, "EXECUTORCH_DEVICE_GUARD": str(int(guard))}
+    env = {**os.environ, "EXECUTORCH_DEVICE_GUARD": "0"}
     env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     command = [sys.executable, "-m", "upstream.suites", str(max(workers, 1)), *preload]
     repo, pipe = Path(__file__).resolve().parents[1], subprocess.PIPE
