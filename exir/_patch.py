@@ -203,7 +203,7 @@ def _defined_functions() -> list[Patched]:
 def _rebind(functions: dict[int, Callable[..., Any]]) -> None:
     """Each executorch.* module's name for a function whose id is a key names its value."""
     for name, module in list(sys.modules.items()):
-        if name.startswith("executorch.") and module is not None:
+        if name.startswith("executorch.") and isinstance(module, ModuleType):
             for attr, value in list(vars(module).items()):
                 if id(value) in functions:
                     setattr(module, attr, functions[id(value)])

@@ -13,6 +13,7 @@ from typing import Any
 
 
 def pytest_configure() -> None:
+    import executorch.exir  # noqa: F401  # before _sites, whose import would patch it
     import executorch_device_guard as guard
     from executorch_device_guard import _sites
 

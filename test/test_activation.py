@@ -110,22 +110,37 @@ class TestState(unittest.TestCase):
         )
 
     def test_re_exports_follow_the_function_and_other_imports_stay(self) -> None:
-        """executorch.exir.to_edge follows _program.to_edge, which that module defines;
-        XNNPACK's get_param_tensor, which the site's module only imports, stays in utils."""
-        import executorch.exir
-        from executorch.backends.xnnpack.operators import node_visitor
-        from executorch.backends.xnnpack.utils import utils
-        from executorch.exir.program import _program
+        """Every executorch.* name of a module-level site's function follows it where the
+        site's module defines it (executorch.exir.to_edge is _program.to_edge); XNNPACK's
+        get_param_tensor, which node_visitor only imports, stays itself everywhere else."""
+        for module in _patch.MODULES:
+            importlib.import_module(module)
+        functions = [row for row in _patch.SITES if "." not in row.qualname]
 
-        original, param_tensor = _program.to_edge, utils.get_param_tensor
-        self.assertIs(executorch.exir.to_edge, original)
+        def names() -> dict[str, list[str]]:
+            """Every executorch.* name of each site's function as its module binds it now."""
+            found = {}
+            for row in functions:
+                function = vars(sys.modules[row.module])[row.qualname]
+                found[row.qualname] = sorted(
+                    f"{name}.{attr}"
+                    for name, module in list(sys.modules.items())
+                    if name.startswith("executorch.")
+                    and isinstance(module, types.ModuleType)
+                    for attr, value in vars(module).items()
+                    if value is function
+                )
+            return found
+
+        before = names()
+        self.assertIn("executorch.exir.program.to_edge", before["to_edge"])
+        self.assertIn("executorch.exir.to_edge", before["to_edge"])
         guard.install()
-        self.assertIs(executorch.exir.to_edge.__wrapped__, original)
-        self.assertIs(node_visitor.get_param_tensor.__wrapped__, param_tensor)
-        self.assertIs(utils.get_param_tensor, param_tensor)
+        self.assertEqual(len(guard.status().patched), len(_patch.SITES))
+        own = "executorch.backends.xnnpack.operators.node_visitor.get_param_tensor"
+        self.assertEqual(names(), {**before, "get_param_tensor": [own]})
         guard.uninstall()
-        self.assertIs(executorch.exir.to_edge, original)
-        self.assertIs(node_visitor.get_param_tensor, param_tensor)
+        self.assertEqual(names(), before)
 
     def test_changed_internals_are_left_alone_with_one_warning(self) -> None:
         module = fake_emitter()

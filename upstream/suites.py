@@ -220,7 +220,7 @@ def run_forked(
     """Each run in a child forked from one interpreter that has imported torch (serve):
     4 to 5 s of CPU less than a fresh one each. `timeout` is for all of them; at its end
     every child is killed. A run gives outcomes where it asks pytest for a junit. The server
-    starts without the guard; a run's child installs it (`preload` too, re-exports too)."""
+    starts without the guard; a guarded run's child installs it (`preload`, re-exports too)."""
     workdir.mkdir(parents=True, exist_ok=True)
     logs = [str(workdir / f"{r.name}.log") for r in runs]
     order = [(str(r.site), r.argv, log, r.guard) for r, log in zip(runs, logs)]
