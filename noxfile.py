@@ -54,9 +54,9 @@ PYTEST = ("pytest", "-n", "2", "-rs")
 
 
 def install(session: nox.Session, *args: str) -> None:
-    """pip install without byte-compiling (about half of an install's time); the tests write
-    the bytecode of what they import, so PYTHONDONTWRITEBYTECODE, set on some machines, is
-    dropped (None: nox leaves it out of every command's environment)."""
+    """pip install without byte-compiling (half of an install's time): the tests write the
+    bytecode of what they import, so the session drops PYTHONDONTWRITEBYTECODE, set on some
+    machines (None: nox leaves it out of every command's environment)."""
     session.install("--no-compile", *args)
     session.env["PYTHONDONTWRITEBYTECODE"] = None
 
@@ -88,8 +88,8 @@ def compat(session: nox.Session, executorch: str, torch: str, torchao: str) -> N
     session.notify("compat_table")
     name, here = f"{executorch}-torch{torch}", os.getcwd() + os.sep
     text, junit = COMPAT_DIR / f"{name}.txt", COMPAT_DIR / f"{name}.xml"
-    text.unlink(missing_ok=True)  # a run that stops early leaves no row, not an old one
-    junit.unlink(missing_ok=True)
+    for old in (text, junit):  # a run that stops early leaves no row, not an old one
+        old.unlink(missing_ok=True)
     pins = (f"torch=={torch}", f"torchao=={torchao}", f"executorch=={executorch}")
     install(session, *pins, "-e", ".[test]")
     status = ""
@@ -114,9 +114,8 @@ def compat(session: nox.Session, executorch: str, torch: str, torchao: str) -> N
 
 @nox.session(venv_backend="none")
 def compat_table(session: nox.Session) -> None:
-    """COMPAT_DIR/RESULTS.md from what the compat sessions left there: RUN.txt, the output
-    of `python -m executorch_device_guard` (after a FLATC_EXECUTABLE line where the session
-    set it), and RUN.xml, pytest's junit. A run's row stays until its session runs again."""
+    """COMPAT_DIR/RESULTS.md from each run's RUN.txt, the self-check's output, and RUN.xml,
+    pytest's junit: a run's row stays until its session runs again."""
     (COMPAT_DIR / "RESULTS.md").write_text(render(COMPAT_DIR))
 
 

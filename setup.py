@@ -9,7 +9,6 @@ executorch_device_guard, as ExecuTorch's setup.py maps exir/ to executorch.exir,
 one-line startup file that activates the guard in every Python process next to the package."""
 
 from pathlib import Path
-from typing import Any
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
@@ -29,36 +28,16 @@ class BuildPy(build_py):
         super().run()
         Path(self.build_lib, PTH_NAME).write_text(PTH_LINE)
 
-    def get_outputs(self, include_bytecode: bool = True) -> list[str]:
-        pth = str(Path(self.build_lib, PTH_NAME))
-        return [*super().get_outputs(include_bytecode), pth]
-
-
-class WithStartupFile:
-    """An editable strategy of setuptools whose wheel carries the startup file as well."""
-
-    def __init__(self, strategy: Any) -> None:
-        self.strategy = strategy
-
-    def __call__(self, wheel: Any, files: Any, mapping: Any) -> None:
-        self.strategy(wheel, files, mapping)
-        wheel.writestr(PTH_NAME, PTH_LINE)
-
-    def __enter__(self) -> "WithStartupFile":
-        self.strategy.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.strategy.__exit__(*exc)
-
 
 class EditableWheel(editable_wheel):
-    # setuptools' editable strategies write only the package mapping, dropping build_py's other
-    # files, and offer no public hook to add one (hatchling ships a .pth, but cannot map exir/ to
-    # another name in editable mode): hence its private _select_strategy, as labscript-utils
-    # overrides the private _create_wheel_file for its .pth.
-    def _select_strategy(self, name: str, tag: str, build_lib: Any) -> WithStartupFile:
-        return WithStartupFile(super()._select_strategy(name, tag, build_lib))
+    # setuptools' editable wheel keeps only the package mapping of build_py's files and offers
+    # no public hook to add one (hatchling ships a .pth, but cannot map exir/ to another name
+    # in editable mode): hence its private _install_namespaces, which writes into the wheel's
+    # root, as labscript-utils overrides the private _create_wheel_file for its .pth. A
+    # setuptools without it fails test_activation's editable install, which CI runs.
+    def _install_namespaces(self, installation_dir: str, pth_prefix: str) -> None:
+        super()._install_namespaces(installation_dir, pth_prefix)
+        Path(installation_dir, PTH_NAME).write_text(PTH_LINE)
 
 
 setup(

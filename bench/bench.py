@@ -9,10 +9,10 @@
     python bench/bench.py [--quick] [--pairs N] [--section all|cpu|xnnpack|gpu|aa] [--out F]
 
 The guard is wired in at interpreter start, so each measurement runs in child processes,
-guarded and unguarded in pairs whose first side alternates, a ratio per pair: a shared
-machine's drifts hit both sides alike, where pyperf, each side's processes back to back,
-was 10 times noisier A/A on 2 cores (`--section aa`). Whole-run ratios cannot show 1% on
-such a machine; the guard's own time, metered in each guarded run, can."""
+guarded and unguarded in pairs whose first side alternates: a shared machine's drifts
+hit both sides alike, where pyperf, each side's processes back to back, was 10 times
+noisier A/A on 2 cores (`--section aa`). Whole-run ratios cannot show 1% on such a
+machine; the guard's own time, metered in each guarded run, can."""
 
 import argparse
 import json
@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from statistics import mean, median
 from typing import Any, NamedTuple
@@ -126,8 +126,7 @@ def child(args: list[str], guard: bool) -> "subprocess.CompletedProcess[str]":
 
 
 def measured(runs: Runs, fresh: bool = False) -> Results:
-    """What each child prints last, a child at a time, fresh or forked from an interpreter
-    with torch and ExecuTorch imported; refused unless only the guarded ones are patched."""
+    """Each child's last line, one at a time; refused unless only guarded ones patch."""
     if fresh:
         logs = [child([__file__, "--child", *args], on).stdout for args, on in runs]
     else:
@@ -137,9 +136,8 @@ def measured(runs: Runs, fresh: bool = False) -> Results:
         forked = [Forked(site, argv + a, str(i), on) for i, (a, on) in enumerate(runs)]
         with tempfile.TemporaryDirectory() as tmp:
             done = run_forked(forked, 1, 3 * 3600, Path(tmp), PRELOAD)  # for all
-        for run in done:
-            if run.returncode:
-                sys.exit(run.log[-4000:])
+        if failed := [run.log for run in done if run.returncode]:
+            sys.exit(failed[0][-4000:])
         logs = [run.log for run in done]
     results = [json.loads(log.splitlines()[-1]) for log in logs]
     for (args, on), result in zip(runs, results):
@@ -167,7 +165,7 @@ class Meter:
         return metered
 
     def own(self, wrapper: Callable[..., Any]) -> Callable[..., Any]:
-        """A _sites wrapper, metered less the original that it calls."""
+        """`wrapper(original, ...)`, metered less the original that it calls."""
 
         def metered(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
             self.calls += 1
@@ -219,22 +217,17 @@ def to_executorch_child(model: str, sizes: Sizes) -> dict[str, Any]:
     wall, cpu = time.perf_counter(), time.process_time()
     program = edge.to_executorch()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    guard = meter.seconds
     what += f", {len(program.buffer) / 1e6:.1f} MB .pte"
-    return {"wall": wall, "cpu": cpu, "guard": meter.seconds, "what": what}
+    return {"wall": wall, "cpu": cpu, "guard": guard, "what": what}
 
 
 def import_child() -> dict[str, Any]:
-    """The first `import executorch.exir`; in a guarded child, the guard's finder, which
-    sees every import, and its patching after each guarded module, metered."""
+    """The first `import executorch.exir`, the guard's finder and patching metered."""
     meter = Meter()
-    patch = meter.add(_hook._exec_and_patch)
-
-    def patch_only(exec_module: Callable[[Any], None], module: Any) -> None:
-        exec_module(module)
-        patch(lambda _: None, module)
-
-    find_spec, _hook._exec_and_patch = meter.add(_hook._Finder.find_spec), patch_only
+    find_spec = meter.add(_hook._Finder.find_spec)
     _hook._Finder.find_spec = find_spec  # type: ignore[method-assign]
+    _hook._exec_and_patch = meter.own(_hook._exec_and_patch)
     wall, cpu = time.perf_counter(), time.process_time()
     import executorch.exir  # noqa: F401
 
@@ -262,8 +255,7 @@ def xnnpack_child(layers: int) -> dict[str, Any]:
 
 def named_data_rows(sizes: Sizes, pairs: int, gpu_pairs: int) -> list[Row]:
     """add_named_data() with the guard: channels-last next to contiguous and upstream's
-    per-byte path; with `gpu_pairs`, a CUDA tensor, which the guard copies, next to the
-    same call handed tensor.cpu() by its caller."""
+    per-byte path; with `gpu_pairs`, a CUDA tensor next to its caller's tensor.cpu()."""
     import executorch.exir._serialize._named_data_store as named_data
     import torch
 
@@ -278,11 +270,11 @@ def named_data_rows(sizes: Sizes, pairs: int, gpu_pairs: int) -> list[Row]:
     def versus(name: str, x: torch.Tensor, other: torch.Tensor | None, n: int) -> Row:
         """GB/s storing `x` over GB/s storing `other`, or x.cpu(), after a warm-up each:
         met at 0.90, or within the A/A noise. A GPU's queued work counts in its call."""
-        sync = torch.cuda.synchronize if x.is_cuda else lambda: None
 
         def call(on: bool) -> None:
             store(x if on else x.cpu() if other is None else other)
-            sync()
+            if x.is_cuda:
+                torch.cuda.synchronize()
 
         call(True), call(False)
         both, nbytes = interleaved(call, n), x.untyped_storage().nbytes()
@@ -297,11 +289,11 @@ def named_data_rows(sizes: Sizes, pairs: int, gpu_pairs: int) -> list[Row]:
     for place in ["host", "simulated cuda:0", *(["cuda"] if cuda else [])]:
         shape, device = (sizes.gpu, "cuda") if place == "cuda" else (sizes.named, "cpu")
         plain = torch.randn(shape, device=device)
-        layouts = [plain, plain.contiguous(memory_format=torch.channels_last)]
+        last = plain.contiguous(memory_format=torch.channels_last)
         if place == "simulated cuda:0":
-            layouts = [simulate_device(tensor) for tensor in layouts]
-        name = f"named data {place} {mib(layouts[0])}, add_named_data() channels-last vs contiguous"
-        rows.append(versus(name, layouts[1], layouts[0], pairs))
+            plain, last = simulate_device(plain), simulate_device(last)
+        name = f"named data {place} {mib(plain)}, add_named_data() channels-last vs contiguous"
+        rows.append(versus(name, last, plain, pairs))
     three_d = torch.randn(sizes.named).unsqueeze(2)
     three_d = three_d.contiguous(memory_format=torch.channels_last_3d)
     took = median([timed(named_data._tensor_to_bytes, three_d) for _ in range(pairs)])
@@ -324,8 +316,8 @@ def named_data_rows(sizes: Sizes, pairs: int, gpu_pairs: int) -> list[Row]:
         rows.append(Row("GPU rows", "skipped: CUDA not available"))
     elif gpu_pairs:
         plain = torch.randn(sizes.gpu, device="cuda")
-        channels_last = plain.contiguous(memory_format=torch.channels_last)
-        for layout, x in [("contiguous", plain), ("channels-last", channels_last)]:
+        last = plain.contiguous(memory_format=torch.channels_last)
+        for layout, x in [("contiguous", plain), ("channels-last", last)]:
             name = f"GPU {layout} {mib(x)}, add_named_data(cuda tensor)"
             rows.append(versus(name, x, None, gpu_pairs))
     return rows
@@ -338,20 +330,17 @@ def share_row(name: str, own: float, share: float, of: float, spread: str = "-")
 
 
 def pair_rows(name: str, own: str, sides: list[bool], runs: Results) -> list[Row]:
-    """A child's timed call guarded next to unguarded (wall, CPU), and the guard's own
-    time as a share of the guarded runs' wall time."""
-    what = {run.pop("what", "") for run in runs}
-    title = f"{name} ({what.pop()})" if any(what) else name
-    wall = paired(sides, [run["wall"] for run in runs])
-    cpu = paired(sides, [run["cpu"] for run in runs])
-    guard = paired(sides, [run["guard"] for run in runs]).on
-    shares = [g / w for g, w in zip(guard, wall.on)]
+    """Guarded next to unguarded (wall, CPU), and the guard's share of guarded wall."""
+    title = f"{name} ({runs[0]['what']})" if "what" in runs[0] else name
+    keys = "wall", "cpu", "guard"
+    wall, cpu, guard = (paired(sides, [run[key] for run in runs]) for key in keys)
+    shares = [g / w for g, w in zip(guard.on, wall.on)]
     spread = f"+{min(shares):.3%} .. +{max(shares):.3%}"
     name_own = f"{name}, time in the guard's {own}"
     return [
         wall.ratio_row(f"{title}, wall", seconds, 0.01),
         cpu.ratio_row(f"{name}, CPU time", seconds, 0.01),
-        share_row(name_own, median(guard), median(shares), median(wall.on), spread),
+        share_row(name_own, median(guard.on), median(shares), median(wall.on), spread),
     ]
 
 
@@ -364,16 +353,14 @@ def start_rows(sizes: Sizes) -> list[Row]:
         stderr = child(["-X", "importtime", "-c", "pass"], True).stderr
         # Lines "import time: self | cumulative | module", modules indented by depth.
         found = re.findall(r"^import time: +\d+ \| +(\d+) \|( *)(\S+)$", stderr, re.M)
-        tops = [(m.split(".")[0], len(pad), int(us), m) for us, pad, m in found]
-        ours = [(depth, us) for top, depth, us, _ in tops if top == PACKAGE]
+        ours = [(len(p), int(us)) for us, p, m in found if m.split(".")[0] == PACKAGE]
         costs.append(sum(us for depth, us in ours if depth == min(ours)[0]) / 1e6)
-        heavy |= {m for top, _, _, m in tops if top in ("torch", "executorch")}
+        heavy |= {m for *_, m in found if m.split(".")[0] in ("torch", "executorch")}
     starts = interleaved(lambda on: child(["-c", "pass"], on), sizes.starts)
     took, span = median(costs), f"{millis(min(costs))} .. {millis(max(costs))}"
     name = "interpreter start: import time of the startup line"
-    rows = [
-        Row(name, millis(took), spread=span, goal="< 1 ms", met=yes_no(took < 1e-3))
-    ]
+    met = yes_no(took < 1e-3)
+    rows = [Row(name, millis(took), spread=span, goal="< 1 ms", met=met)]
     name, imported = "interpreter start: torch / executorch imported", sorted(heavy)
     met = yes_no(not heavy)
     rows.append(Row(name, ", ".join(imported) or "neither", goal="neither", met=met))
@@ -396,8 +383,7 @@ def xnnpack_rows(sizes: Sizes, runs: Results) -> list[Row]:
 
 
 def aa_rows() -> list[Row]:
-    """`python -c pass` against itself, five times each way, pyperf (each side's processes
-    back to back) and interleaved pairs: how far the ratio lands from 1 is noise."""
+    """`python -c pass` against itself, five times by pyperf and by pairs: noise."""
     import pyperf
 
     command = "-m pyperf command --processes=20 --values=3 --warmups=0 -q -o".split()
@@ -422,12 +408,12 @@ def aa_rows() -> list[Row]:
 def measure(section: str, sizes: Sizes, pairs: int, quick: list[str]) -> list[Row]:
     """A section's rows; its forked children all from one interpreter, one at a time."""
     cpu, gpu = section in ("all", "cpu"), section in ("all", "gpu")
-    xnnpack, named = section in ("all", "cpu", "xnnpack"), cpu or section == "gpu"
+    xnnpack, named = cpu or section == "xnnpack", cpu or gpu
     sides = order(pairs)
     models = ("many-small", "few-large") if cpu else ()
     rows = start_rows(sizes) if cpu else []
     forked: Runs = [(["to_executorch", m, *quick], on) for m in models for on in sides]
-    forked += [(["xnnpack", str(n)], True) for n in sizes.xnnpack] if xnnpack else []
+    forked += [(["xnnpack", str(n)], True) for n in sizes.xnnpack if xnnpack]
     more = max(pairs, 5)  # for the GPU's rows
     counts = [str(more if section == "gpu" else pairs), str(more if gpu else 0)]
     forked += [(["named", *counts, *quick], True)] if named else []
@@ -446,7 +432,7 @@ def measure(section: str, sizes: Sizes, pairs: int, quick: list[str]) -> list[Ro
     return rows + (aa_rows() if section == "aa" else [])
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add = parser.add_argument
     add("--quick", action="store_true", help="tiny sizes, one pair: the smoke test")
@@ -463,7 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif kind == "xnnpack":
             result = xnnpack_child(int(rest[0]))
         elif kind == "named":
-            result = {"rows": named_data_rows(sizes, int(rest[0]), int(rest[1]))}
+            result = {"rows": named_data_rows(sizes, *map(int, rest))}
         else:
             result = import_child()
         print(json.dumps({**result, "patched": len(status().patched)}))

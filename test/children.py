@@ -197,6 +197,18 @@ def emitter_cuda_test(site: str) -> None:
     )
 
 
+def probe() -> dict[str, bool]:
+    """For upstream/check.py: whether the guard wraps the emitter's read of constants, and
+    whether that read has the series' check."""
+    import inspect
+
+    from executorch.exir.emit._emitter import _Emitter
+
+    read = _Emitter._tensor_spec_to_evalue
+    has = "move_to_device_pass" in inspect.getsource(read)
+    return {"wrapped": hasattr(read, "__wrapped__"), "checks": has}
+
+
 CHILDREN: dict[str, Callable[..., object | None]] = {
     f.__name__: f
     for f in (
@@ -207,6 +219,7 @@ CHILDREN: dict[str, Callable[..., object | None]] = {
         cuda_xnnpack,
         cuda_bundled,
         emitter_cuda_test,
+        probe,
     )
 }
 

@@ -50,10 +50,8 @@ class TestSeries(unittest.TestCase):
         self.assertTrue(changed)
         installed = {path: (root / path).read_bytes() for path in changed}
         with tempfile.TemporaryDirectory() as tmp:
-            tree = series.copy_package(root, Path(tmp))
-            self.assertIsNone(
-                series.git_apply(tree, series.every_patch(), *series.wheel_options())
-            )
+            tree, error = series.patched_copy(root, Path(tmp), series.every_patch())
+            self.assertIsNone(error)
             for path, data in installed.items():
                 with self.subTest(path):
                     self.assertNotEqual((tree / path).read_bytes(), data)
@@ -77,11 +75,10 @@ class TestSeries(unittest.TestCase):
                 self.subTest(options, guard=guard),
                 tempfile.TemporaryDirectory() as tmp,
             ):
-                tree = series.copy_package(suites.executorch_root(), Path(tmp))
-                options = (*series.wheel_options(), *options)
-                self.assertIsNone(
-                    series.git_apply(tree, series.every_patch(), *options)
+                _, error = series.patched_copy(
+                    suites.executorch_root(), Path(tmp), series.every_patch(), *options
                 )
+                self.assertIsNone(error)
                 found = children.run(
                     "emitter_cuda_test", guard, args=(tmp,), own_path=True
                 )

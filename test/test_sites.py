@@ -97,10 +97,9 @@ if RELEASE < (1, 1):
 def device_tests(site: Path) -> tuple[Path, dict[str, str]]:
     """The package's device tests, and where the series' test files apply to a copy of the
     installed ExecuTorch in `site`, the series' tests there: 'Class::test' -> unittest's id."""
-    tree = series.copy_package(suites.executorch_root(), site)
-    applied = series.git_apply(
-        tree, [p.path for p in check.PATCHES], f"--include={check.TEST_FILE}"
-    )
+    include = f"--include={check.TEST_FILE}"
+    paths = [p.path for p in check.PATCHES]
+    tree, applied = series.patched_copy(suites.executorch_root(), site, paths, include)
     found = {}
     for test in check.TESTS if applied is None else ():
         path, name = test.split("::", 1)

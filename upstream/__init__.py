@@ -8,5 +8,3 @@
 upstream.check), and the facts that they, noxfile.py and .ci/ share."""
 
 BASE_RELEASE = "1.5.1"  # the executorch release whose sources the series' hunks match
-# What the executorch wheel lacks of the repository, left out when a patch is applied to it.
-NOT_IN_WHEEL = ("*BUCK", "*TARGETS", "*.bzl", ".github/*", "pytest.ini")

@@ -21,12 +21,14 @@ import starlark
 BUILD_FILES = ("BUCK", "TARGETS")
 # A Python rule's kind, with or without runtime. or native.
 PYTHON_KIND = re.compile(r"(.*\.)?python_(library|test|binary|unittest|pytest)")
-# Buck's, which native.* names as well.
-BUILTINS = ("glob", "package_name", "read_config")
+# A label in ExecuTorch's cell, as fbsource, fbcode or the open-source build names it: (folder, name).
+CELL = re.compile(
+    r"@*(?:fbsource//xplat/|fbcode//|//)executorch(?![^/:])/*([^:]*):?(.*)"
+)
 DIALECT = starlark.Dialect.extended()
 GLOBALS = starlark.Globals.extended_by([starlark.LibraryExtension.StructType])
-# Every module starts with this. A rule records itself through `_record` (Python) and returns what helpers such
-# as get_*_deps() do, a list; the rest stands for what Meta's macro files and Buck define, as fbcode sees them.
+# Every module starts with this, and loads of its names get it. A rule records itself through `_record` (Python)
+# and returns a list, as get_*_deps() helpers do; the rest stands for Meta's macros and Buck's, as fbcode sees them.
 PRELUDE = """
 def _rule(kind):
     return lambda *args, **kwargs: _record(kind, kwargs.get("name"), kwargs.get("srcs"), kwargs.get("deps")) or []
@@ -41,61 +43,12 @@ paths = struct(basename = lambda p: p.rpartition("/")[2], join = lambda *parts: 
 select = lambda choices: choices.get("DEFAULT", choices.values()[0])
 host_info = lambda: struct(os = struct(is_linux = True, is_macos = False, is_windows = False))
 """
-# So that loads of these get the prelude's.
 DEFINED = set(re.findall(r"^(\w+) =", PRELUDE, re.M))
 
 
 def _git(git_dir: str, *args: str) -> str:
     command = ["git", "--git-dir", git_dir, *args]
     return subprocess.check_output(command, stderr=subprocess.PIPE, encoding="utf-8")
-
-
-class Tree:
-    """A source tree as a set of repo-relative paths; texts are read on demand, once, as few are needed."""
-
-    def __init__(self, files: set[str], read: Callable[[str], str]) -> None:
-        self.files = frozenset(files)
-        parts = [f.split("/") for f in files]
-        self.dirs = {"/".join(p[:i]) for p in parts for i in range(len(p))}
-        self.read: Callable[[str], str] = functools.cache(read)
-
-    @classmethod
-    def from_git(cls, git_dir: str, ref: str, overlay: Path | None = None) -> "Tree":
-        """Upstream at `ref`, with the files under `overlay` (the series' patched files) replacing or adding."""
-        patched: set[str] = set()
-        if overlay:
-            files = [p for p in overlay.rglob("*") if p.is_file()]
-            patched = {p.relative_to(overlay).as_posix() for p in files}
-
-        def read(path: str) -> str:
-            if overlay and path in patched:
-                return (overlay / path).read_text("utf-8")
-            return _git(git_dir, "show", f"{ref}:{path}")
-
-        listed = _git(git_dir, "ls-tree", "-r", "-z", "--name-only", ref).split("\0")
-        return cls(set(listed) - {""} | patched, read)
-
-    def module_file(self, module: str) -> str | None:
-        """File defining an executorch module ('' for a folder without __init__.py); None if nothing does."""
-        rel = "/".join(module.split(".")[1:])
-        files = [p for p in (f"{rel}.py", f"{rel}/__init__.py") if p in self.files]
-        return files[0] if files else "" if rel in self.dirs else None
-
-    def imports(self, path: str) -> set[str]:
-        """executorch modules a file imports anywhere: lazy and guarded imports need deps in Buck as well."""
-        found: set[str] = set()
-        for node in ast.walk(ast.parse(self.read(path), path)):
-            if isinstance(node, ast.Import):
-                found.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    package = ("executorch/" + path).split("/")[: -node.level]
-                    base = ".".join([*package, base]).strip(".")
-                for alias in node.names:
-                    module = f"{base}.{alias.name}"
-                    found.add(module if self.module_file(module) is not None else base)
-        return {m for m in found if m.startswith("executorch.")}
 
 
 # A Python rule as Buck sees it, with srcs as repo paths and ExecuTorch deps as //executorch/... labels.
@@ -115,15 +68,10 @@ def _label(folder: str, name: str) -> str:
 
 def _split(label: str, package: str) -> tuple[str, str] | None:
     """(folder, name) of a label inside ExecuTorch, relative ones to `package`; None outside it (//caffe2:torch)."""
-    label = label.lstrip("@")
     if "//" not in label:
-        return package, label.lstrip(":")
-    for cell in ("fbsource//xplat/executorch", "fbcode//executorch", "//executorch"):
-        rest = label.removeprefix(cell)
-        if label.startswith(cell) and rest[:1] in ("", "/", ":"):
-            folder, _, name = rest.lstrip("/").partition(":")
-            return folder, name or folder.rpartition("/")[2]
-    return None
+        return package, label.lstrip("@").lstrip(":")
+    found = CELL.match(label)
+    return (found[1], found[2] or found[1].rpartition("/")[2]) if found else None
 
 
 def _stand_in(name: str, text: str) -> str:
@@ -133,19 +81,20 @@ def _stand_in(name: str, text: str) -> str:
     if not used:
         return "[]" if name.isupper() else f'_rule("{name}")'
     # Each a rule, but Buck's own functions stay themselves and `is_*` are False: `runtime.is_oss` is fbcode's view.
-    values = {a: f'_rule("{name}.{a}")' for a in used}
-    values.update({a: "False" for a in used if a.startswith("is_")})
-    values.update({a: a for a in used if a in BUILTINS})
+    values = {
+        a: "False" if a.startswith("is_") else f'_rule("{name}.{a}")' for a in used
+    }
+    values.update({a: a for a in used if a in ("glob", "package_name", "read_config")})
     return f"struct({', '.join(f'{a} = {v}' for a, v in values.items())})"
 
 
-def _glob_regex(pattern: str) -> re.Pattern[str]:
+def _glob_regex(pattern: str) -> str:
     """Buck's glob: `*` stays inside one folder, `**` spans any number of them."""
     rx = ""
     for part in pattern.split("/"):
         escaped = re.escape(part).replace(r"\*", "[^/]*").replace(r"\?", "[^/]")
         rx += "(?:[^/]+/)*" if part == "**" else escaped + "/"
-    return re.compile(rx[:-1] if rx.endswith("/") else rx + "[^/]+")
+    return rx[:-1] if rx.endswith("/") else rx + "[^/]+"
 
 
 def _describe(error: starlark.StarlarkError) -> str:
@@ -181,28 +130,68 @@ class Package:
         self.targets.append(Target(_label(self.path, name), files, deps))
 
 
-class Buck:
-    """A tree's Buck packages, each evaluated on first use with its own glob and package_name."""
+class Tree:
+    """A source tree: repo-relative paths, texts read on demand, once, and Buck packages evaluated on first use."""
 
-    def __init__(self, tree: Tree) -> None:
-        self.tree = tree
+    def __init__(self, files: set[str], read: Callable[[str], str]) -> None:
+        self.files = frozenset(files)
+        parts = [f.split("/") for f in files]
+        self.dirs = {"/".join(p[:i]) for p in parts for i in range(len(p))}
+        self.read: Callable[[str], str] = functools.cache(read)
+        found = [p for p in files if p.rpartition("/")[2] in BUILD_FILES]
         # Reverse order puts x/TARGETS before x/BUCK, so BUCK wins where a folder has both.
-        paths = sorted(tree.files, reverse=True)
-        builds = [p for p in paths if p.rpartition("/")[2] in BUILD_FILES]
-        self.build_files = {p.rpartition("/")[0]: p for p in builds}
+        self.build_files = {
+            p.rpartition("/")[0]: p for p in sorted(found, reverse=True)
+        }
         self.packages: dict[str, Package] = {}
         # Names that upstream's files use but neither they nor starlark define.
         self.unknown: set[str] = set()
 
+    @classmethod
+    def from_git(cls, git_dir: str, ref: str, overlay: Path | None = None) -> "Tree":
+        """Upstream at `ref`, with the files under `overlay` (the series' patched files) replacing or adding."""
+        patched: dict[str, Path] = {}
+        if overlay:
+            files = [p for p in overlay.rglob("*") if p.is_file()]
+            patched = {p.relative_to(overlay).as_posix(): p for p in files}
+
+        def read(path: str) -> str:
+            if path in patched:
+                return patched[path].read_text("utf-8")
+            return _git(git_dir, "show", f"{ref}:{path}")
+
+        listed = _git(git_dir, "ls-tree", "-r", "-z", "--name-only", ref).split("\0")
+        return cls(set(listed) - {""} | set(patched), read)
+
+    def module_file(self, module: str) -> str | None:
+        """File defining an executorch module ('' for a folder without __init__.py); None if nothing does."""
+        rel = "/".join(module.split(".")[1:])
+        files = [p for p in (f"{rel}.py", f"{rel}/__init__.py") if p in self.files]
+        return files[0] if files else "" if rel in self.dirs else None
+
+    def imports(self, path: str) -> dict[str, str | None]:
+        """executorch modules a file imports anywhere (lazy and guarded ones need deps too), each with its file."""
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(self.read(path), path)):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    package = ("executorch/" + path).split("/")[: -node.level]
+                    base = ".".join([*package, base]).strip(".")
+                for alias in node.names:
+                    module = f"{base}.{alias.name}"
+                    found.add(module if self.module_file(module) is not None else base)
+        return {m: self.module_file(m) for m in found if m.startswith("executorch.")}
+
     def package(self, folder: str) -> Package:
         """The folder's package, evaluated once; an empty one, not kept, where it has no build file."""
-        if folder not in self.build_files:
-            return Package(folder)
-        path = self.build_files[folder]
-        while folder not in self.packages:
+        path = self.build_files.get(folder)
+        while path and folder not in self.packages:
             package = Package(folder)
             try:
-                self.evaluate(package, path, self.tree.read(path))
+                self.evaluate(package, path, self.read(path))
             except starlark.StarlarkError as error:
                 unknown = re.search(r"Variable `(\w+)` not found", str(error))
                 # A name nobody defines: a rule, and run it again.
@@ -211,7 +200,7 @@ class Buck:
                     continue
                 package.error = _describe(error)
             self.packages[folder] = package
-        return self.packages[folder]
+        return self.packages[folder] if folder in self.packages else Package(folder)
 
     def evaluate(self, package: Package, path: str, text: str) -> starlark.FrozenModule:
         code, module = starlark.parse(path, text, DIALECT), starlark.Module()
@@ -221,8 +210,8 @@ class Buck:
         def load(label: str) -> starlark.FrozenModule:
             where = _split(label, path.rpartition("/")[0])
             file = _join(*where) if where else ""
-            if file.endswith(".bzl") and file in self.tree.files:
-                return self.evaluate(package, file, self.tree.read(file))
+            if file.endswith(".bzl") and file in self.files:
+                return self.evaluate(package, file, self.read(file))
             stubs = [f"{name} = {_stand_in(alias, text)}\n" for alias, name in loaded]
             return self.evaluate(package, label, "".join(stubs))
 
@@ -231,9 +220,8 @@ class Buck:
         module.add_callable("package_name", lambda: package.path)
         module.add_callable("print", lambda *args, **kwargs: None)
         module.add_callable("read_config", lambda section, key, default=None: default)
-        prelude = f"{PRELUDE}native = {_stand_in('native', text)}\n"
-        for name in sorted(self.unknown):
-            prelude += f'{name} = _rule("{name}")\n'
+        unknown = "".join(f'{n} = _rule("{n}")\n' for n in sorted(self.unknown))
+        prelude = f"{PRELUDE}native = {_stand_in('native', text)}\n{unknown}"
         starlark.eval(module, starlark.parse("prelude", prelude), GLOBALS)
         starlark.eval(module, code, GLOBALS, starlark.FileLoader(load))
         return module.freeze()
@@ -242,53 +230,45 @@ class Buck:
         self, folder: str, include: Sequence[str], exclude: Sequence[str] = (), **_: Any
     ) -> list[str]:
         """Buck's glob, where files of subpackages never match."""
-        keep = [_glob_regex(p) for p in include]
-        drop = [_glob_regex(p) for p in exclude]
-        files = [p for p in self.tree.files if self.package_of(p) == folder]
-        rels = [p.removeprefix(f"{folder}/") if folder else p for p in files]
-        kept = [r for r in rels if any(x.fullmatch(r) for x in keep)]
-        return sorted(r for r in kept if not any(x.fullmatch(r) for x in drop))
+        keep = re.compile("|".join(map(_glob_regex, include)))
+        drop = re.compile("|".join(map(_glob_regex, exclude)))
+        files = [p for p in self.files if self.package_of(p) == folder]
+        rels = [p.removeprefix(f"{folder}/") for p in files]
+        return sorted(r for r in rels if keep.fullmatch(r) and not drop.fullmatch(r))
 
-    def package_of(self, path: str) -> str | None:
-        """Nearest folder above a file with a build file: only its targets may list the file."""
-        while path:
+    def package_of(self, path: str) -> str:
+        """Nearest folder above a file with a build file, whose targets alone may list it; '' if none."""
+        while path and path not in self.build_files:
             path = path.rpartition("/")[0]
-            if path in self.build_files:
-                return path
-        return None
+        return path
 
-    def owners(self, path: str) -> list[Target]:
-        folder = self.package_of(path)
-        targets = self.package(folder).targets if folder is not None else []
-        return [t for t in targets if path in t.srcs]
+    def owners(self, src: str) -> list[Target]:
+        return [t for t in self.package(self.package_of(src)).targets if src in t.srcs]
 
     def violations(self, target: Target) -> dict[tuple[str, str], str]:
-        """Rules b and c for one target, keyed so that the same break in main and in the patched tree compares equal."""
+        """A target's breaks, keyed so that the same break in main and in the patched tree compares equal."""
         found: dict[tuple[str, str], str] = {}
         for src in target.srcs:
-            if src not in self.tree.files:
+            if src not in self.files:
                 found[("src", src)] = f"srcs lists {src}, which does not exist"
                 continue
             try:
-                modules = self.tree.imports(src) if src.endswith(".py") else set()
+                modules = self.imports(src) if src.endswith(".py") else {}
             except SyntaxError as error:
                 found[("syntax", src)] = f"{src} does not parse: {error}"
                 continue
-            for module in sorted(modules):
-                file = self.tree.module_file(module)
+            for module, file in sorted(modules.items()):
                 owners = [t.label for t in self.owners(file)] if file else []
-                if file is None:
-                    why = ", which no file in the tree defines"
-                elif file and not {target.label, *target.deps} & set(owners):
+                why = ", which no file in the tree defines" if file is None else ""
+                if file and not {target.label, *target.deps} & set(owners):
                     why = f" ({file}, owned by {', '.join(owners) or 'no target'}), which is not in its deps"
-                else:
-                    continue
-                found.setdefault(("import", module), f"{src} imports {module}{why}")
+                if why:
+                    found.setdefault(("import", module), f"{src} imports {module}{why}")
         for dep in target.deps:
-            where = _split(dep, "") if dep.startswith("//executorch") else None
+            where = _split(dep, "")
             if where and where[1] not in self.package(where[0]).names:
                 found[("dep", dep)] = f"dep {dep} names no existing target"
-        return found
+        return {key: f"{target.label}: {message}" for key, message in found.items()}
 
 
 # Problems break Meta's Buck import; info says which targets were checked and what main already breaks.
@@ -297,11 +277,9 @@ class Report(NamedTuple):
     info: list[str]
 
 
-def check(
-    tree: Tree, base: Tree, added: Sequence[str], changed: Sequence[str]
-) -> Report:
-    """Checks the Buck entries for files the series adds or changes in `tree` (patched `base`)."""
-    report, new, old = Report([], []), Buck(tree), Buck(base)
+def check(new: Tree, old: Tree, added: Sequence[str], changed: Sequence[str]) -> Report:
+    """Checks the Buck entries for files the series adds or changes in `new` (patched `old`)."""
+    report = Report([], [])
     for path in added:
         owners = [t.label for t in new.owners(path)]
         if path.endswith(".py") and len(owners) != 1:
@@ -324,14 +302,14 @@ def check(
         folder = (_split(label, "") or ("", ""))[0]
         before = [t for t in old.package(folder).targets if t.label == label]
         known = old.violations(before[0]) if before else {}
-        for key, message in new.violations(target).items():
-            if key in known:
-                report.info.append(f"already in main: {label}: {message}")
-            else:
-                report.problems.append(f"{label}: {message}")
-    for folder, package in sorted(new.packages.items()):
-        if package.error and old.package(folder).error:
-            report.info.append(f"already in main: {package.error}")
-        elif package.error:
-            report.problems.append(package.error)
+        found = new.violations(target)
+        report.problems.extend(m for k, m in found.items() if k not in known)
+        report.info.extend(
+            f"already in main: {m}" for k, m in found.items() if k in known
+        )
+    errors = [(f, p.error) for f, p in sorted(new.packages.items()) if p.error]
+    report.problems.extend(e for f, e in errors if not old.package(f).error)
+    report.info.extend(
+        f"already in main: {e}" for f, e in errors if old.package(f).error
+    )
     return report

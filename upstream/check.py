@@ -8,7 +8,7 @@
 each check is a test in this file, run by pytest (-k picks some), mostly on copies of the
 installed release, which has the repository's layout (README.md, Upstream, lists them).
 
-    python -m upstream.check --counts   # the sizes that the review limits
+    python -m upstream.check -k sizes   # the sizes that the review limits
     python -m upstream.check            # on the installed release: apply, run the tests
     python -m upstream.check --mutations --suites --upstream-git DIR --lint \\
         --actionlint actionlint --out upstream/RESULTS.md
@@ -26,6 +26,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from collections import Counter
 from datetime import datetime, timezone
@@ -51,7 +52,7 @@ PRELOAD = (  # imported once from a patched copy, before the runs on it are fork
     "executorch.backends.xnnpack.partition.xnnpack_partitioner",
     "executorch.backends.vulkan.serialization.vulkan_graph_builder",
 )
-PROBE, MESSAGES = ["upstream.check", "--probe"], ["test.children", "messages"]
+PROBE, MESSAGES = ["test.children", "probe"], ["test.children", "messages"]
 META = ["test.children", "meta_model"]
 LINTERS = "FLAKE8,UFMT,NEWLINE,ETCAPITAL,LICENSELINT,TORCH_AO_IMPORT"
 LINT_CONFIG, LINT_WORKFLOW = ".lintrunner.toml", ".github/workflows/lint.yml"
@@ -61,7 +62,7 @@ LINT_FILES += ("requirements-lintrunner.txt",)
 
 def arguments(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for flag in ("mutations", "suites", "lint", "require-cuda", "counts", "probe"):
+    for flag in ("mutations", "suites", "lint", "require-cuda"):
         parser.add_argument(f"--{flag}", action="store_true")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--upstream-git", default="")
@@ -184,18 +185,6 @@ def git(repo: Path, *args: str) -> str:
     return run("git", *args, cwd=repo, env=series.GIT_ENV, check=True).stdout
 
 
-def probe() -> dict[str, bool]:
-    """Whether the guard wraps the emitter's read of constants, and whether that read has
-    the series' check (a forked child also checks where ExecuTorch came from)."""
-    import inspect
-
-    from executorch.exir.emit._emitter import _Emitter
-
-    read = _Emitter._tensor_spec_to_evalue
-    has = "move_to_device_pass" in inspect.getsource(read)
-    return {"wrapped": hasattr(read, "__wrapped__"), "checks": has}
-
-
 def printed(done: Run) -> Any:
     """What a run printed last, as JSON."""
     assert done.returncode == 0, done.log[-3000:]
@@ -222,12 +211,6 @@ def forked(
     return dict(zip(runs, done, strict=True))
 
 
-def copy(root: Path, site: Path, paths: Any, *options: str) -> tuple[Path, str | None]:
-    """A copy of the installed release in `site`, with these patches applied; git's error."""
-    tree = series.copy_package(root, site)
-    return tree, series.git_apply(tree, paths, *series.wheel_options(), *options)
-
-
 @pytest.fixture(scope="session")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("check")
@@ -251,7 +234,7 @@ def unpatched(root: Path, workdir: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def patched(root: Path, workdir: Path) -> Path:
-    tree, error = copy(root, workdir / "site", [p.path for p in PATCHES])
+    tree, error = series.patched_copy(root, workdir / "site", [p.path for p in PATCHES])
     assert error is None, error
     return tree
 
@@ -283,7 +266,7 @@ def alone(root: Path, workdir: Path) -> dict[str, Run]:
     run there, guard off, --workers copies at a time."""
     runs = {}
     for i, patch in enumerate(p for p in PATCHES if p.tests):
-        tree, error = copy(root, workdir / f"alone-{i}", [patch.path])
+        tree, error = series.patched_copy(root, workdir / f"alone-{i}", [patch.path])
         assert error is None, error
         runs[patch.name] = pytest_run(tree, patch.tests, workdir / f"alone-{i}")
     return forked(runs, workdir, ())
@@ -337,7 +320,7 @@ def against(root: Path, workdir: Path) -> dict[str, Run]:
     if importlib.util.find_spec("executorch_device_guard") is None:
         pytest.skip("executorch-device-guard is not installed")
     paths, include = [p.path for p in PATCHES], f"--include={TEST_FILE}"
-    tree, error = copy(root, workdir / "tests-only", paths, include)
+    tree, error = series.patched_copy(root, workdir / "tests-only", paths, include)
     if error:
         pytest.skip(f"the series' test files do not apply to this release's: {error}")
     runs = {
@@ -468,9 +451,8 @@ def am(upstream: Path, workdir: Path) -> Path:
     """A clone of `upstream` with the merge set, then the follow-ups, applied by `git am`
     (upstream/series.py), each kind's `git format-patch` in workdir/exported-KIND."""
     folder = workdir / "am"
-    run("git", "clone", "-q", str(upstream), str(folder), check=True)
-    git(folder, "config", "user.name", "check")
-    git(folder, "config", "user.email", "c@localhost")
+    identity = ("-c", "user.name=check", "-c", "user.email=c@localhost")
+    run("git", "clone", "-q", *identity, str(upstream), str(folder), check=True)
     for kind in (series.SERIES, series.FOLLOWUP):
         series.apply(folder, series.BASE if kind == series.FOLLOWUP else "HEAD", kind)
         (workdir / f"exported-{kind.name}").mkdir()
@@ -592,44 +574,43 @@ def test_actionlint_finds_nothing_new_in(
 
 
 def main(argv: list[str]) -> int:
+    """pytest on this file in a child, its output shown and, with --out, kept."""
     args = arguments(argv)
-    os.environ["UPSTREAM_CHECK"] = shlex.join(argv)
-    if args.probe:
-        print(json.dumps(probe()))
-        return 0
-    picked = "test_sizes" if args.counts else "test"
+    env = {**os.environ, "UPSTREAM_CHECK": shlex.join(argv)}
     with tempfile.TemporaryDirectory(prefix="upstream-check-") as tmp:
         command = [sys.executable, "-m", "pytest", __file__, "-v", "-s", "-rfEs"]
         command += ["-p", "no:cacheprovider", "-p", "no:xdist", "--tb=short"]
-        command += [f"--basetemp={tmp}/t", "-k", f"({picked}) and ({args.k})"]
+        command += [f"--basetemp={tmp}/t", "-k", args.k]
         pipe, both = subprocess.PIPE, subprocess.STDOUT
         with subprocess.Popen(
-            command, cwd=REPO, stdout=pipe, stderr=both, text=True
-        ) as p:
+            command, cwd=REPO, env=env, stdout=pipe, stderr=both, text=True
+        ) as child:
             lines = []
-            for line in p.stdout or ():
+            for line in child.stdout or ():
                 print(line, end="", flush=True)
                 lines.append(line)
         if args.out:
             args.out.write_text(report(args, argv, "".join(lines), tmp))
-    return p.returncode
+    return child.returncode
 
 
 def report(args: argparse.Namespace, argv: list[str], output: str, tmp: str) -> str:
     """The run as markdown, without this machine's paths."""
     blobs = [(p.name, run("git", "hash-object", p.path).stdout[:12]) for p in PATCHES]
-    places = {tmp: "<tmp>", str(suites.executorch_root()): "<site-packages>/executorch"}
+    places = {tmp: "<tmp>", sysconfig.get_path("purelib"): "<site-packages>"}
     places |= {str(REPO): ".", args.upstream_git: "<pytorch/executorch>"}
-    lines = [
-        "# The upstream series: check\n",
-        f"- Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC",
-        f"- Machine: {os.cpu_count()} cores, {platform.machine()}, Python "
-        f"{platform.python_version()}, executorch {version('executorch')}",
-        f"- Command: `python -m upstream.check {shlex.join(argv)}`",
-        "- Series: " + ", ".join(f"{name} ({blob})" for name, blob in blobs),
-        f"\n```\n{output}```\n",
-    ]
-    text = "\n".join(lines)
+    places |= {sysconfig.get_path("stdlib"): "<stdlib>", os.path.expanduser("~"): "~"}
+    text = "\n".join(
+        [
+            "# The upstream series: check\n",
+            f"- Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC",
+            f"- Machine: {os.cpu_count()} cores, {platform.machine()}, Python "
+            f"{platform.python_version()}, executorch {version('executorch')}",
+            f"- Command: `python -m upstream.check {shlex.join(argv)}`",
+            "- Series: " + ", ".join(f"{name} ({blob})" for name, blob in blobs),
+            f"\n```\n{output}```\n",
+        ]
+    )
     for path, name in places.items():
         text = text.replace(path, name) if len(path) > 1 else text
     return text

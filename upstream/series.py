@@ -9,8 +9,8 @@
     python -m upstream.series apply CHECKOUT REF  # branch device-guard at REF, `git am`
     # edit, test and commit there (`git commit --amend`, `git rebase -i device-guard-base`)
     python -m upstream.series export CHECKOUT     # `git format-patch` it into upstream/
-    python -m upstream.series copy DEST [OPTION]  # DEST/executorch: the installed release
-                                                  # with every patch applied (git apply OPTION)
+    python -m upstream.series copy DEST [-- OPT]  # DEST/executorch: the installed release
+                                                  # with every patch applied (git apply OPT)
 
 --followup does the same on branch device-guard-followup for upstream/followup/, the patches
 that need an upstream issue first. `apply` tags REF as device-guard-base, so that `export`
@@ -31,12 +31,14 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from upstream import NOT_IN_WHEEL
+from upstream.suites import executorch_root
 
 SERIES = Path(__file__).resolve().parent
 FOLLOWUP = SERIES / "followup"
 BASE = "device-guard-base"
 BRANCHES = {SERIES: "device-guard", FOLLOWUP: "device-guard-followup"}
+# What the executorch wheel lacks of the repository, left out when a patch is applied to it.
+NOT_IN_WHEEL = ("*BUCK", "*TARGETS", "*.bzl", ".github/*", "pytest.ini")
 # No user or system git config.
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 
@@ -126,9 +128,14 @@ def git_apply(tree: Path, paths: Sequence[Path], *options: str) -> str | None:
     return None
 
 
-def wheel_options() -> list[str]:
-    """git apply's options for a copy of the wheel, which lacks these paths."""
-    return [f"--exclude={pattern}" for pattern in NOT_IN_WHEEL]
+def patched_copy(
+    root: Path, site: Path, paths: Sequence[Path], *options: str
+) -> tuple[Path, str | None]:
+    """copy_package(root, site) with these patches applied by git apply OPTIONS, less what
+    the wheel lacks: the copy, and git's error or None."""
+    tree = copy_package(root, site)
+    excludes = [f"--exclude={pattern}" for pattern in NOT_IN_WHEEL]
+    return tree, git_apply(tree, paths, *excludes, *options)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -140,10 +147,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     folder = FOLLOWUP if args.followup else SERIES
     if args.command == "copy":
-        from upstream.suites import executorch_root
-
-        tree = copy_package(executorch_root(), args.path)
-        error = git_apply(tree, every_patch(), *wheel_options(), *args.rest)
+        tree, error = patched_copy(
+            executorch_root(), args.path, every_patch(), *args.rest
+        )
         print(error or tree)
         return 1 if error else 0
     if args.command == "apply" and len(args.rest) != 1:
