@@ -4,11 +4,9 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""The repository's sessions, each in a fresh virtualenv (`nox --list`): tests (CI, with lint),
-lint, compat (every released executorch 1.x), mutations, suites, bench and series (arguments
-after -- go to the script). torch is pinned: from the public index on Linux, an unpinned
-torch is the CUDA build of several GB. pip, not uv: uv ignores pip's configuration.
-"""
+"""The repository's sessions, each in a fresh virtualenv; arguments after -- go to the script.
+torch is pinned: from the public index on Linux, an unpinned torch is the CUDA build of
+several GB. pip, not uv: uv ignores pip's configuration."""
 
 import os
 import re
@@ -55,8 +53,7 @@ PYTEST = ("pytest", "-n", "2", "-rs")
 
 def install(session: nox.Session, *args: str) -> None:
     """pip install without byte-compiling (half of an install's time): the tests write the
-    bytecode of what they import, so the session drops PYTHONDONTWRITEBYTECODE, set on some
-    machines (None: nox leaves it out of every command's environment)."""
+    bytecode of what they import, so PYTHONDONTWRITEBYTECODE, set on some machines, is unset."""
     session.install("--no-compile", *args)
     session.env["PYTHONDONTWRITEBYTECODE"] = None
 
@@ -72,9 +69,8 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Every test on BASE_RELEASE, then RELEASE_TESTS with OTHER_RELEASE in its place, in one
-    environment: torch, the same pin for both, is installed once. CUDA tests skip without a
-    GPU."""
+    """Every test on BASE_RELEASE, then RELEASE_TESTS on OTHER_RELEASE, in one environment:
+    torch, the same pin for both, is installed once. CUDA tests skip without a GPU."""
     install(session, TORCH, BASE, "-e", ".[test]")
     session.run(*PYTEST, *session.posargs)
     install(session, TORCH, f"executorch=={OTHER_RELEASE}")
@@ -94,7 +90,7 @@ def compat(session: nox.Session, executorch: str, torch: str, torchao: str) -> N
     install(session, *pins, "-e", ".[test]")
     status = ""
     if executorch in SHIPPED_FLATC:
-        code = "import importlib.util as u; print(u.find_spec('executorch').submodule_search_locations[0])"
+        code = "from upstream.suites import executorch_root; print(executorch_root())"
         folder = session.run("python", "-c", code, silent=True).strip()
         session.env["FLATC_EXECUTABLE"] = f"{folder}/data/bin/flatc"
         status = "FLATC_EXECUTABLE: the wheel's executorch/data/bin/flatc\n"
@@ -110,13 +106,6 @@ def compat(session: nox.Session, executorch: str, torch: str, torchao: str) -> N
     failed = re.search(r"^(  FAIL |Traceback)", status, re.M)
     if failed or not re.search(r"^self-check \(", status, re.M):
         session.error(f"the self-check failed: {text}")
-
-
-@nox.session(venv_backend="none")
-def compat_table(session: nox.Session) -> None:
-    """COMPAT_DIR/RESULTS.md from each run's RUN.txt, the self-check's output, and RUN.xml,
-    pytest's junit: a run's row stays until its session runs again."""
-    (COMPAT_DIR / "RESULTS.md").write_text(render(COMPAT_DIR))
 
 
 HEADERS = "executorch|torch|flatc|sites guarded|self-check|tests P/F/E/S".split("|")
@@ -152,16 +141,19 @@ def numbers(name: str) -> list[int]:
     return [int(number) for number in re.findall(r"\d+", name)]
 
 
-def render(folder: Path) -> str:
-    runs = sorted(folder.glob("*.xml"), key=lambda p: numbers(p.stem))
+@nox.session(venv_backend="none")
+def compat_table(session: nox.Session) -> None:
+    """COMPAT_DIR/RESULTS.md from each run's RUN.txt, the self-check's output, and RUN.xml,
+    pytest's junit: a run's row stays until its session runs again."""
+    runs = sorted(COMPAT_DIR.glob("*.xml"), key=lambda p: numbers(p.stem))
     if not runs:
-        sys.exit(f"no junit XML in {folder}")
+        session.error(f"no junit XML in {COMPAT_DIR}")
     rows, failed = zip(*map(row, runs))
-    suites = [next(ET.parse(p).getroot().iter("testsuite")) for p in runs]
-    dates = [suite.get("timestamp", "") for suite in suites]
+    dates = [next(ET.parse(p).iter("testsuite")).get("timestamp", "") for p in runs]
     lines = [f"- {line}\n" for run in failed for line in run]
     text = INTRO.format(max(dates)[:10]) + table(HEADERS, rows)
-    return text + "\n\nNot passed, with pytest's reason:\n\n" + "".join(lines)
+    text += "\n\nNot passed, with pytest's reason:\n\n" + "".join(lines)
+    (COMPAT_DIR / "RESULTS.md").write_text(text)
 
 
 @nox.session

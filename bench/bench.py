@@ -217,16 +217,14 @@ def to_executorch_child(model: str, sizes: Sizes) -> dict[str, Any]:
     wall, cpu = time.perf_counter(), time.process_time()
     program = edge.to_executorch()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    guard = meter.seconds
     what += f", {len(program.buffer) / 1e6:.1f} MB .pte"
-    return {"wall": wall, "cpu": cpu, "guard": guard, "what": what}
+    return {"wall": wall, "cpu": cpu, "guard": meter.seconds, "what": what}
 
 
 def import_child() -> dict[str, Any]:
     """The first `import executorch.exir`, the guard's finder and patching metered."""
     meter = Meter()
-    find_spec = meter.add(_hook._Finder.find_spec)
-    _hook._Finder.find_spec = find_spec  # type: ignore[method-assign]
+    _hook._Finder.find_spec = meter.add(_hook._Finder.find_spec)  # type: ignore[method-assign]
     _hook._exec_and_patch = meter.own(_hook._exec_and_patch)
     wall, cpu = time.perf_counter(), time.process_time()
     import executorch.exir  # noqa: F401
@@ -254,8 +252,7 @@ def xnnpack_child(layers: int) -> dict[str, Any]:
 
 
 def named_data_rows(sizes: Sizes, pairs: int, gpu_pairs: int) -> list[Row]:
-    """add_named_data() with the guard: channels-last next to contiguous and upstream's
-    per-byte path; with `gpu_pairs`, a CUDA tensor next to its caller's tensor.cpu()."""
+    """add_named_data() with the guard, next to contiguous, upstream and tensor.cpu()."""
     import executorch.exir._serialize._named_data_store as named_data
     import torch
 
@@ -268,15 +265,14 @@ def named_data_rows(sizes: Sizes, pairs: int, gpu_pairs: int) -> list[Row]:
         return f"{tensor.untyped_storage().nbytes() / 2**20:.3g} MiB"
 
     def versus(name: str, x: torch.Tensor, other: torch.Tensor | None, n: int) -> Row:
-        """GB/s storing `x` over GB/s storing `other`, or x.cpu(), after a warm-up each:
-        met at 0.90, or within the A/A noise. A GPU's queued work counts in its call."""
+        """GB/s storing `x` over storing `other` (or x.cpu()): met at 0.90, or in noise."""
 
         def call(on: bool) -> None:
             store(x if on else x.cpu() if other is None else other)
             if x.is_cuda:
-                torch.cuda.synchronize()
+                torch.cuda.synchronize()  # a GPU's queued work counts in its call
 
-        call(True), call(False)
+        call(True), call(False)  # a warm-up each
         both, nbytes = interleaved(call, n), x.untyped_storage().nbytes()
         row = Pairs(both.off, both.on).ratio_row(name, seconds, 0.10)  # off / on: GB/s
         on, off = (f"{nbytes / median(times) / 1e9:.2f} GB/s" for times in both)
@@ -432,7 +428,7 @@ def measure(section: str, sizes: Sizes, pairs: int, quick: list[str]) -> list[Ro
     return rows + (aa_rows() if section == "aa" else [])
 
 
-def main(argv: list[str] | None = None) -> int:
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add = parser.add_argument
     add("--quick", action="store_true", help="tiny sizes, one pair: the smoke test")
@@ -440,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
     add("--section", choices=("all", "cpu", "xnnpack", "gpu", "aa"), default="all")
     add("--out", help="also write the table (markdown) to this file")
     add("--child", nargs="+", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    args = parser.parse_args()
     sizes = QUICK if args.quick else Sizes()
     if args.child:  # prints its result, and whether the guard patched any site
         kind, *rest = args.child
@@ -453,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             result = import_child()
         print(json.dumps({**result, "patched": len(status().patched)}))
-        return 0
+        return
     from importlib.metadata import version
 
     from upstream.suites import table
@@ -468,8 +464,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{text}\n\n{pairs} pairs, {how} sizes, {took:.0f} s")
     if args.out:
         Path(args.out).write_text(text + "\n")
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

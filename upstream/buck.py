@@ -10,6 +10,7 @@ and .bzl files run on starlark-pyo3, Meta's macros stubbed, on the patched tree 
 
 import ast
 import functools
+import posixpath
 import re
 import subprocess
 from collections.abc import Callable, Sequence
@@ -56,10 +57,6 @@ class Target(NamedTuple):
     label: str
     srcs: list[str]
     deps: list[str]
-
-
-def _join(folder: str, name: str) -> str:
-    return f"{folder}/{name}" if folder else name
 
 
 def _label(folder: str, name: str) -> str:
@@ -124,7 +121,7 @@ class Package:
         # A dict of srcs maps module names to files.
         srcs = srcs.values() if isinstance(srcs, dict) else srcs or []
         srcs = [s for s in srcs if isinstance(s, str) and ":" not in s]
-        files = [_join(self.path, s) for s in srcs]
+        files = [posixpath.join(self.path, s) for s in srcs]
         deps = [d for d in deps or [] if isinstance(d, str)]
         deps = [_label(*where) if (where := _split(d, self.path)) else d for d in deps]
         self.targets.append(Target(_label(self.path, name), files, deps))
@@ -138,11 +135,9 @@ class Tree:
         parts = [f.split("/") for f in files]
         self.dirs = {"/".join(p[:i]) for p in parts for i in range(len(p))}
         self.read: Callable[[str], str] = functools.cache(read)
-        found = [p for p in files if p.rpartition("/")[2] in BUILD_FILES]
-        # Reverse order puts x/TARGETS before x/BUCK, so BUCK wins where a folder has both.
-        self.build_files = {
-            p.rpartition("/")[0]: p for p in sorted(found, reverse=True)
-        }
+        found = sorted(p for p in files if p.rpartition("/")[2] in BUILD_FILES)
+        # Reversed, x/TARGETS comes before x/BUCK, so BUCK wins where a folder has both.
+        self.build_files = {p.rpartition("/")[0]: p for p in reversed(found)}
         self.packages: dict[str, Package] = {}
         # Names that upstream's files use but neither they nor starlark define.
         self.unknown: set[str] = set()
@@ -200,7 +195,7 @@ class Tree:
                     continue
                 package.error = _describe(error)
             self.packages[folder] = package
-        return self.packages[folder] if folder in self.packages else Package(folder)
+        return self.packages.get(folder) or Package(folder)
 
     def evaluate(self, package: Package, path: str, text: str) -> starlark.FrozenModule:
         code, module = starlark.parse(path, text, DIALECT), starlark.Module()
@@ -209,7 +204,7 @@ class Tree:
 
         def load(label: str) -> starlark.FrozenModule:
             where = _split(label, path.rpartition("/")[0])
-            file = _join(*where) if where else ""
+            file = posixpath.join(*where) if where else ""
             if file.endswith(".bzl") and file in self.files:
                 return self.evaluate(package, file, self.read(file))
             stubs = [f"{name} = {_stand_in(alias, text)}\n" for alias, name in loaded]
@@ -279,13 +274,14 @@ class Report(NamedTuple):
 
 def check(new: Tree, old: Tree, added: Sequence[str], changed: Sequence[str]) -> Report:
     """Checks the Buck entries for files the series adds or changes in `new` (patched `old`)."""
-    report = Report([], [])
+    problems: list[str] = []
+    info: list[str] = []
     for path in added:
         owners = [t.label for t in new.owners(path)]
         if path.endswith(".py") and len(owners) != 1:
             listed = ", ".join(owners) or "none"
             problem = f"{path}: in the srcs of {len(owners)} targets ({listed}), must be in exactly one"
-            report.problems.append(problem)
+            problems.append(problem)
     targets: dict[str, Target] = {}
     for path in sorted({*added, *changed}):
         folder, _, name = path.rpartition("/")
@@ -296,20 +292,16 @@ def check(new: Tree, old: Tree, added: Sequence[str], changed: Sequence[str]) ->
             owning = new.owners(path)
             targets.update((t.label, t) for t in owning)
             labels = ", ".join(t.label for t in owning) or "no target"
-            report.info.append(f"{path}: owned by {labels}")
+            info.append(f"{path}: owned by {labels}")
     for label, target in sorted(targets.items()):
         # Main's target of the same label, if any, and what it already breaks.
         folder = (_split(label, "") or ("", ""))[0]
         before = [t for t in old.package(folder).targets if t.label == label]
         known = old.violations(before[0]) if before else {}
         found = new.violations(target)
-        report.problems.extend(m for k, m in found.items() if k not in known)
-        report.info.extend(
-            f"already in main: {m}" for k, m in found.items() if k in known
-        )
+        problems.extend(m for k, m in found.items() if k not in known)
+        info.extend(f"already in main: {m}" for k, m in found.items() if k in known)
     errors = [(f, p.error) for f, p in sorted(new.packages.items()) if p.error]
-    report.problems.extend(e for f, e in errors if not old.package(f).error)
-    report.info.extend(
-        f"already in main: {e}" for f, e in errors if old.package(f).error
-    )
-    return report
+    problems.extend(e for f, e in errors if not old.package(f).error)
+    info.extend(f"already in main: {e}" for f, e in errors if old.package(f).error)
+    return Report(problems, info)

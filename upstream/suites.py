@@ -4,9 +4,8 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""Runs pytest on upstream ExecuTorch's own tests (the executorch wheel ships them) and on
-patched copies of it, each run a child forked from one interpreter that has imported torch
-(run_forked), and compares per-test outcomes (check.py's --suites)."""
+"""pytest on upstream ExecuTorch's own tests (the executorch wheel ships them) and on patched
+copies, each forked from one interpreter that has imported torch; compared for --suites."""
 
 import importlib.util
 import json
@@ -86,8 +85,7 @@ def executorch_root() -> Path:
 def environment(guard: bool, site: Path) -> dict[str, str]:
     """For a fresh interpreter: the guard on or off, `site` first on sys.path."""
     path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "EXECUTORCH_DEVICE_GUARD": str(int(guard))}
-    return {**env, "PYTHONPATH": path}
+    return {**os.environ, "EXECUTORCH_DEVICE_GUARD": f"{guard:d}", "PYTHONPATH": path}
 
 
 def parse_junit(path: Path) -> tuple[dict[str, str], dict[str, str]]:
@@ -118,17 +116,13 @@ def pytest_run(
     args = ["pytest", "-c", os.devnull, "--rootdir", str(tree), "-q", "-rA"]
     args += ["--import-mode=importlib", "-p", "no:cacheprovider", "-p", "no:warnings"]
     args += [f"--junitxml={out}.xml", *["-n", str(workers)] * bool(workers)]
-    return Forked(
-        tree.parent, [*args, *(str(tree / t) for t in tests)], out.name, guard
-    )
+    args += [str(tree / test) for test in tests]
+    return Forked(tree.parent, args, out.name, guard)
 
 
 def serve(workers: int, preload: Sequence[str]) -> None:
-    """run_forked's server: imports pytest and torch (and `preload`, from the runs' one
-    site), then forks a child for each run that it reads as JSON from stdin, `workers` at a
-    time, and prints their exit statuses. Not pytest's plugins: xdist's keeps sys.path as it
-    was, for its workers. torch.cuda.is_available() asks NVML here, so that CUDA starts in
-    the children only."""
+    """run_forked's server: pytest and torch imported, and `preload` from the runs' one
+    site, but not pytest's plugins (xdist's keeps sys.path as it was, for its workers)."""
     import pytest  # noqa: F401
     import torch
 
@@ -154,8 +148,7 @@ def serve(workers: int, preload: Sequence[str]) -> None:
     for index, forked in enumerate(runs):
         if len(children) == workers:
             reap()
-        pid = os.fork()
-        if pid == 0:
+        if (pid := os.fork()) == 0:
             _child(*forked)
         children[pid] = index, time.monotonic()
     while children:
@@ -163,15 +156,13 @@ def serve(workers: int, preload: Sequence[str]) -> None:
 
 
 def _child(site: str, argv: list[str], log: str, guard: bool) -> None:
-    """One run, as `python -m` runs it in the repository's root, ended by SIGALRM after
-    TIMEOUT; it leaves by os._exit. A run whose ExecuTorch modules came from outside `site`
-    exits with 3, as pytest does on an internal error: not a completed run. In the installed
-    release (site-packages), it writes no bytecode there."""
+    """One run, as `python -m` runs it in the repository's root. A run whose ExecuTorch
+    modules came from outside `site` exits 3, as pytest on an internal error: incomplete."""
     status = 3
     try:
         signal.alarm(int(TIMEOUT))
         del os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"]
-        if site == sysconfig.get_path("purelib"):
+        if site == sysconfig.get_path("purelib"):  # the installed release: no bytecode
             sys.dont_write_bytecode = True
             os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
         os.environ.update(environment(guard, Path(site)))
@@ -222,9 +213,10 @@ def run_forked(
     every child is killed. A run gives outcomes where it asks pytest for a junit. The server
     starts without the guard; a guarded run's child installs it (`preload`, re-exports too)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    logs = [str(workdir / f"{r.name}.log") for r in runs]
-    order = [(str(r.site), r.argv, log, r.guard) for r, log in zip(runs, logs)]
+    logs = [workdir / f"{r.name}.log" for r in runs]
+    order = [(str(r.site), r.argv, str(log), r.guard) for r, log in zip(runs, logs)]
     env = {**os.environ, "EXECUTORCH_DEVICE_GUARD": "0"}
+    # is_available() asks NVML in the server, so that CUDA starts in the children only
     env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     command = [sys.executable, "-m", "upstream.suites", str(max(workers, 1)), *preload]
     repo, pipe = Path(__file__).resolve().parents[1], subprocess.PIPE
@@ -238,21 +230,19 @@ def run_forked(
             stdout, _ = server.communicate()
     done = {i: (code, s) for i, code, s in map(json.loads, stdout.splitlines())}
     results = []
-    for i, forked in enumerate(runs):
-        log = workdir / f"{forked.name}.log"
+    for i, log in enumerate(logs):
         text = log.read_text(errors="replace") if log.exists() else "not started"
-        found = parse_junit(workdir / f"{forked.name}.xml")
+        found = parse_junit(log.with_suffix(".xml"))
         results.append(Run(*found, *done.get(i, (-1, timeout)), text))
     return results
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """Markdown, columns aligned."""
-    cells = [tuple(map(str, row)) for row in [headers, *rows]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["| " + " | ".join(map(str.ljust, r, widths)) + " |" for r in cells]
-    rule = "| " + " | ".join("-" * w for w in widths) + " |"
-    return "\n".join([lines[0], rule, *lines[1:]])
+    cells = [[str(cell) for cell in row] for row in [headers, *rows]]
+    widths = [max(map(len, column)) for column in zip(*cells)]
+    cells.insert(1, ["-" * width for width in widths])
+    return "\n".join("| " + " | ".join(map(str.ljust, r, widths)) + " |" for r in cells)
 
 
 class Comparison(NamedTuple):
@@ -277,10 +267,9 @@ def compare(
         for name, (tree, guard) in setups.items():
             out = workdir / f"suite{i}-{name}"
             runs.append(pytest_run(tree, suite.split(","), out, guard, workers))
-    done = iter(run_forked(runs, 1, TIMEOUT * len(runs), workdir))
+    done = run_forked(runs, 1, TIMEOUT * len(runs), workdir)
     found, not_passed, (a, b) = Comparison([], [], [], ""), [], setups
-    for suite in suites:
-        pair = [next(done) for _ in setups]
+    for suite, pair in zip(suites, zip(done[::2], done[1::2])):
         for name, run in zip(setups, pair):
             if not run.completed:
                 found.broken.append(f"{suite} [{name}]:\n{run.log[-3000:]}")
