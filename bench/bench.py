@@ -11,8 +11,8 @@
 The guard is wired in at interpreter start, so each measurement runs in child processes,
 guarded and unguarded in pairs whose first side alternates: a shared machine's drifts
 hit both sides alike, where pyperf, each side's processes back to back, was 4 times
-noisier A/A on 2 cores (`--section aa`, bench/RESULTS.md). Whole-run ratios cannot show 1% on such a
-machine; the guard's own time, metered in each guarded run, can."""
+noisier A/A on 2 cores (`--section aa`, bench/RESULTS.md). Whole-run ratios cannot show
+1% on such a machine; the guard's own time, metered in each guarded run, can."""
 
 import argparse
 import json
