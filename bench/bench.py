@@ -6,7 +6,7 @@
 
 """What the device guard costs: one table, guarded next to unguarded, measured in one run.
 
-    python bench/bench.py [--quick] [--pairs N] [--section all|cpu|xnnpack|gpu|aa] [--out F]
+    python bench/bench.py [--quick] [--pairs N] [--section all|cpu|xnnpack|aa] [--out F]
 
 The guard is wired in at interpreter start, so each measurement runs in child processes,
 guarded and unguarded in pairs whose first side alternates: a shared machine's drifts
@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 from executorch_device_guard import _hook, install, status, uninstall
 
 GUARD, PACKAGE = "EXECUTORCH_DEVICE_GUARD", "executorch_device_guard"
-# For upstream.suites' run_forked and table, and the tests' simulated device.
+# For upstream.suites' run_forked and table.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 XNNPACK = "executorch.backends.xnnpack.partition.xnnpack_partitioner"
 PRELOAD = ("executorch.exir", XNNPACK)  # imported before the children are forked
@@ -43,13 +43,12 @@ class Sizes(NamedTuple):
     small_constants: int = 2000  # parameters + buffers of "many small", 16 floats each
     large: tuple[int, int] = (3, 4096)  # "few large": layers of Linear(width, width)
     starts: int = 15  # interpreter starts per side
-    named: tuple[int, ...] = (8, 64, 64, 64)  # named data, host and simulated cuda:0
+    named: tuple[int, ...] = (8, 64, 64, 64)  # named data, channels-last vs contiguous
     per_byte: tuple[int, ...] = (4, 16, 64, 64)  # named data, upstream's per-byte path
     xnnpack: tuple[int, ...] = (250, 1000, 2500)  # Linear(16, 16) layers, a row each
-    gpu: tuple[int, ...] = (32, 256, 80, 80)  # a CUDA tensor of named data
 
 
-QUICK = Sizes(20, (3, 64), 3, (2, 4, 8, 8), (1, 2, 4, 4), (4,), (2, 16, 32, 32))
+QUICK = Sizes(20, (3, 64), 3, (2, 4, 8, 8), (1, 2, 4, 4), (4,))
 
 
 class Row(NamedTuple):
@@ -251,12 +250,11 @@ def xnnpack_child(layers: int) -> dict[str, Any]:
     return {"wall": wall, "guard": meter.seconds, "calls": meter.calls}
 
 
-def named_data_rows(sizes: Sizes, pairs: int, gpu_pairs: int) -> list[Row]:
-    """add_named_data() with the guard, next to contiguous, upstream and tensor.cpu()."""
+def named_data_rows(sizes: Sizes, pairs: int) -> list[Row]:
+    """add_named_data() of channels-last tensors with the guard, which stores a view's own
+    elements in bulk, next to contiguous ones and to upstream's byte-by-byte path."""
     import executorch.exir._serialize._named_data_store as named_data
     import torch
-
-    from test.simulated_device import simulate_device
 
     def store(tensor: torch.Tensor) -> None:
         named_data.NamedDataStore().add_named_data("w", tensor)
@@ -264,32 +262,24 @@ def named_data_rows(sizes: Sizes, pairs: int, gpu_pairs: int) -> list[Row]:
     def mib(tensor: torch.Tensor) -> str:
         return f"{tensor.untyped_storage().nbytes() / 2**20:.3g} MiB"
 
-    def versus(name: str, x: torch.Tensor, other: torch.Tensor | None, n: int) -> Row:
-        """GB/s storing `x` over storing `other` (or x.cpu()): met at 0.90, or in noise."""
-
-        def call(on: bool) -> None:
-            store(x if on else x.cpu() if other is None else other)
-            if x.is_cuda:
-                torch.cuda.synchronize()  # a GPU's queued work counts in its call
-
-        call(True), call(False)  # a warm-up each
-        both, nbytes = interleaved(call, n), x.untyped_storage().nbytes()
-        row = Pairs(both.off, both.on).ratio_row(name, seconds, 0.10)  # off / on: GB/s
-        on, off = (f"{nbytes / median(times) / 1e9:.2f} GB/s" for times in both)
-        off += " (tensor.cpu())" if other is None else " (contiguous)"
-        met = "yes" if float(row.ratio) >= 0.90 else row.met
-        return row._replace(guarded=on, baseline=off, goal=">= 0.90", met=met)
-
     install()
-    rows, cuda = [], torch.cuda.is_available()
-    for place in ["host", "simulated cuda:0", *(["cuda"] if cuda else [])]:
-        shape, device = (sizes.gpu, "cuda") if place == "cuda" else (sizes.named, "cpu")
-        plain = torch.randn(shape, device=device)
-        last = plain.contiguous(memory_format=torch.channels_last)
-        if place == "simulated cuda:0":
-            plain, last = simulate_device(plain), simulate_device(last)
-        name = f"named data {place} {mib(plain)}, add_named_data() channels-last vs contiguous"
-        rows.append(versus(name, last, plain, pairs))
+    plain = torch.randn(sizes.named)
+    last = plain.contiguous(memory_format=torch.channels_last)
+
+    def call(on: bool) -> None:
+        store(last if on else plain)
+
+    call(True), call(False)  # a warm-up each
+    both, nbytes = interleaved(call, pairs), last.untyped_storage().nbytes()
+    name = f"named data host {mib(plain)}, add_named_data() channels-last vs contiguous"
+    row = Pairs(both.off, both.on).ratio_row(name, seconds, 0.10)  # off / on: GB/s
+    on, off = (f"{nbytes / median(times) / 1e9:.2f} GB/s" for times in both)
+    met = "yes" if float(row.ratio) >= 0.90 else row.met
+    rows = [
+        row._replace(
+            guarded=on, baseline=f"{off} (contiguous)", goal=">= 0.90", met=met
+        )
+    ]
     three_d = torch.randn(sizes.named).unsqueeze(2)
     three_d = three_d.contiguous(memory_format=torch.channels_last_3d)
     took = median([timed(named_data._tensor_to_bytes, three_d) for _ in range(pairs)])
@@ -308,14 +298,6 @@ def named_data_rows(sizes: Sizes, pairs: int, gpu_pairs: int) -> list[Row]:
     faster = yes_no(median(upstream.on) < median(upstream.off))
     row = upstream.ratio_row(name, seconds, 0)
     rows.append(row._replace(goal="faster", met=faster))
-    if gpu_pairs and not cuda:
-        rows.append(Row("GPU rows", "skipped: CUDA not available"))
-    elif gpu_pairs:
-        plain = torch.randn(sizes.gpu, device="cuda")
-        last = plain.contiguous(memory_format=torch.channels_last)
-        for layout, x in [("contiguous", plain), ("channels-last", last)]:
-            name = f"GPU {layout} {mib(x)}, add_named_data(cuda tensor)"
-            rows.append(versus(name, x, None, gpu_pairs))
     return rows
 
 
@@ -403,16 +385,14 @@ def aa_rows() -> list[Row]:
 
 def measure(section: str, sizes: Sizes, pairs: int, quick: list[str]) -> list[Row]:
     """A section's rows; its forked children all from one interpreter, one at a time."""
-    cpu, gpu = section in ("all", "cpu"), section in ("all", "gpu")
-    xnnpack, named = cpu or section == "xnnpack", cpu or gpu
+    cpu = section in ("all", "cpu")
+    xnnpack = cpu or section == "xnnpack"
     sides = order(pairs)
     models = ("many-small", "few-large") if cpu else ()
     rows = start_rows(sizes) if cpu else []
     forked: Runs = [(["to_executorch", m, *quick], on) for m in models for on in sides]
     forked += [(["xnnpack", str(n)], True) for n in sizes.xnnpack if xnnpack]
-    more = max(pairs, 5)  # for the GPU's rows
-    counts = [str(more if section == "gpu" else pairs), str(more if gpu else 0)]
-    forked += [(["named", *counts, *quick], True)] if named else []
+    forked += [(["named", str(pairs), *quick], True)] if cpu else []
     results = measured(forked) if forked else []
     for model in models:
         runs = [results.pop(0) for _ in sides]
@@ -423,7 +403,7 @@ def measure(section: str, sizes: Sizes, pairs: int, quick: list[str]) -> list[Ro
         rows += pair_rows(name, "finder and patching", sides, runs)
     if xnnpack:
         rows += xnnpack_rows(sizes, [results.pop(0) for _ in sizes.xnnpack])
-    if named:
+    if cpu:
         rows += [Row(*row) for row in results.pop(0)["rows"]]
     return rows + (aa_rows() if section == "aa" else [])
 
@@ -433,7 +413,7 @@ def main() -> None:
     add = parser.add_argument
     add("--quick", action="store_true", help="tiny sizes, one pair: the smoke test")
     add("--pairs", type=int, help="pairs per measurement (default 7, quick 1)")
-    add("--section", choices=("all", "cpu", "xnnpack", "gpu", "aa"), default="all")
+    add("--section", choices=("all", "cpu", "xnnpack", "aa"), default="all")
     add("--out", help="also write the table (markdown) to this file")
     add("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -445,7 +425,7 @@ def main() -> None:
         elif kind == "xnnpack":
             result = xnnpack_child(int(rest[0]))
         elif kind == "named":
-            result = {"rows": named_data_rows(sizes, *map(int, rest))}
+            result = {"rows": named_data_rows(sizes, int(rest[0]))}
         else:
             result = import_child()
         print(json.dumps({**result, "patched": len(status().patched)}))

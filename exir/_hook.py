@@ -96,7 +96,6 @@ def install() -> None:
 
         for name in sorted(_patch.MODULES & set(sys.modules)):
             _patch.patch_module(sys.modules[name])
-        _patch.follow_re_exports()
 
 
 def uninstall() -> None:

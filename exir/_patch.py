@@ -16,7 +16,6 @@ needs it. _sites, which imports torch, loads only when wrapping.
 
 import functools
 import re
-import sys
 import warnings
 from collections.abc import Callable
 from types import ModuleType
@@ -48,14 +47,8 @@ SITES: tuple[Site, ...] = (
     ),
     Site(
         "executorch.devtools.bundled_program.core",
-        "BundledProgram._emit_bundled_tensor",
-        "bundled_tensor",
-        "1.0.0",
-    ),
-    Site(
-        "executorch.exir._serialize._named_data_store",
-        "NamedDataStore.add_named_data",
-        "named_data",
+        "BundledProgram.serialize_to_schema",
+        "bundled_values",
         "1.0.0",
     ),
     Site(
@@ -71,22 +64,21 @@ SITES: tuple[Site, ...] = (
         "1.0.0",
     ),
     Site(
-        "executorch.backends.xnnpack.operators.node_visitor",
-        "NodeVisitor.get_quant_params",
-        "xnnpack_quant_scales",
-        "1.0.0",
-    ),
-    Site(
         "executorch.backends.vulkan.serialization.vulkan_graph_builder",
         "VkGraphBuilder.get_param_tensor",
         "vulkan_constant",
         "1.0.0",
     ),
-    Site("executorch.exir.program._program", "to_edge", "to_edge", "1.0.0"),
+    Site(
+        "executorch.exir.verification.verifier",
+        "EXIRATenDialectVerifierBase.__call__",
+        "aten_verifier",
+        "1.0.0",
+    ),
     Site(
         "executorch.exir.program._program",
-        "_generate_edge_program",
-        "edge_program",
+        "_gen_edge_manager_for_partitioners",
+        "edge_manager",
         "1.0.0",
     ),
     Site("executorch.exir.passes", "ToOutVarPass.call", "out_variants", "1.0.0"),
@@ -190,35 +182,8 @@ def _positional_names(function: Callable[..., Any]) -> list[str]:
     return [p.name for p in parameters if p.kind in kinds]
 
 
-def _defined_functions() -> list[Patched]:
-    """The patched functions that their module defines, which other modules may re-export
-    (executorch.exir.to_edge is executorch.exir.program._program.to_edge)."""
-    return [
-        p
-        for p in PATCHED.values()
-        if isinstance(p.owner, ModuleType) and p.original.__module__ == p.owner.__name__
-    ]
-
-
-def _rebind(functions: dict[int, Callable[..., Any]]) -> None:
-    """Each executorch.* module's name for a function whose id is a key names its value."""
-    for name, module in list(sys.modules.items()):
-        if name.startswith("executorch.") and isinstance(module, ModuleType):
-            for attr, value in list(vars(module).items()):
-                if id(value) in functions:
-                    setattr(module, attr, functions[id(value)])
-
-
-def follow_re_exports() -> None:
-    """Re-exports imported before install() name the guarded functions. Those imported after
-    a guarded module was patched name them already, so the import hook needs no scan."""
-    _rebind({id(p.original): p.guarded for p in _defined_functions()})
-
-
 def restore_all() -> None:
-    """Puts every original function back, re-exports too, and forgets the skipped sites and
-    the warning."""
-    _rebind({id(p.guarded): p.original for p in _defined_functions()})
+    """Puts every original function back and forgets the skipped sites and the warning."""
     for patched in PATCHED.values():
         setattr(patched.owner, patched.attr, patched.original)
     PATCHED.clear()

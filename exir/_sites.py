@@ -10,38 +10,50 @@ before the emitter.
 
 Each takes the original function first, then the leading parameters it relies on, named as in
 ExecuTorch: _patch compares those names with the original's signature before it wraps anything.
-Each applies the rule that the upstream series (upstream/) puts at that site: a copy to the host,
-a view's own elements in its dim order, or the error that the series' code raises there (messages
-built in _host_read; test_series.py compares them word for word). XNNPACK's per-channel
-scales, which the series leaves to their weight's check, are guarded here too. Names are computed
-only when raising. Imported only once a guarded ExecuTorch module has been imported, so torch is
-loaded.
+Each does what the upstream series (upstream/) does at that site: raise its error before a host
+read of device memory (messages built in _host_read; test_series.py compares them word for
+word), store a view's own elements, or add the device to a lowering error. Nothing is copied to
+the host. Names are computed only when raising. Imported only once a guarded ExecuTorch module
+has been imported, so torch is loaded.
 """
 
-import copy
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any
 
 import torch
 from executorch.exir.error import InternalError
 from torch._export.verifier import SpecViolationError
-from torch.utils._pytree import tree_map_only
 
-from ._host_read import host_read_message, raise_with_device_hint
+from ._host_read import (
+    BUNDLED,
+    CONSTANT_METHODS,
+    MOVE_PROGRAM,
+    device_note,
+    host_read_message,
+)
 
 Original = Callable[..., Any]
+
+# The constant method whose values the emitter reads now; None while it reads a graph's.
+_constant_method: ContextVar[str | None] = ContextVar("constant_method", default=None)
 
 
 def emitter_constant(
     original: Original, self: Any, spec: Any, *args: Any, **kwargs: Any
 ) -> Any:
     if spec.const:
-        storage = spec.storage
-        if storage.device.type != "cpu" and spec.allocated_memory != 0:
-            message = host_read_message(
-                f"Constant {self.node.name!r}", spec.shape, spec.dtype, storage.device
+        device = spec.storage.device
+        if device.type != "cpu" and spec.allocated_memory != 0:
+            method = _constant_method.get()
+            name = method if method is not None else self.node.name
+            way_out = CONSTANT_METHODS if method is not None else MOVE_PROGRAM
+            raise InternalError(
+                host_read_message(
+                    f"Constant {name!r}", spec.shape, spec.dtype, device, way_out
+                )
             )
-            raise InternalError(self._emit_node_specific_error(self.node, message))
     return original(self, spec, *args, **kwargs)
 
 
@@ -52,29 +64,49 @@ def emitter_constant_methods(
     *args: Any,
     **kwargs: Any,
 ) -> Any:
-    """The values of constant methods are the user's plain data, copied to the host as the series
-    does with `val.cpu()` (a CPU tensor's .cpu() is the tensor itself)."""
-    on_host = tree_map_only(torch.Tensor, lambda tensor: tensor.cpu(), prim_getters)
-    return original(self, on_host, *args, **kwargs)
+    """Emits one method at a time, so that emitter_constant names the method whose value it
+    reads, as the series passes it; the plans are the same as in one call."""
+    plans = []
+    for method, value in prim_getters.items():
+        token = _constant_method.set(method)
+        try:
+            plans += original(self, {method: value}, *args, **kwargs)
+        finally:
+            _constant_method.reset(token)
+    return plans
 
 
-def bundled_tensor(
-    original: Original, self: Any, spec: Any, *args: Any, **kwargs: Any
-) -> Any:
-    """The series bundles `value.cpu()`; from here only the spec is at hand: its storage is copied
-    to the host in one piece (a meta storage raises torch's own "no data" error)."""
-    if spec.allocated_memory != 0 and spec.storage.device.type != "cpu":
-        spec = copy.copy(spec)
-        spec.storage = spec.storage.cpu()
-    return original(self, spec, *args, **kwargs)
+def _bundled_tensors(suites: Any) -> Iterator[tuple[str, int, int, str, torch.Tensor]]:
+    """serialize_to_schema's tensors in its order, each with its kind, position, test case
+    and method; up to the first value that it refuses itself."""
+    for suite in suites:
+        for case_index, case in enumerate(suite.test_cases):
+            for position, value in enumerate(case.inputs):
+                if type(value) is torch.Tensor:
+                    yield "input", position, case_index, suite.method_name, value
+                elif type(value) not in (int, bool, float):
+                    return
+            for position, value in enumerate(case.expected_outputs):
+                if type(value) is not torch.Tensor:
+                    return
+                yield "expected output", position, case_index, suite.method_name, value
 
 
-def named_data(
-    original: Original, self: Any, key: str, data: Any, *args: Any, **kwargs: Any
-) -> Any:
-    if isinstance(data, torch.Tensor):
-        data = data.cpu()
-    return original(self, key, data, *args, **kwargs)
+def bundled_values(original: Original, self: Any, *args: Any, **kwargs: Any) -> Any:
+    """The follow-up's check of each value that serialize_to_schema reads, in its order and
+    before any read: it raises where the follow-up would, with the same name."""
+    if getattr(self, "_bundled_program_in_schema", None) is None:
+        for kind, position, case, method, tensor in _bundled_tensors(
+            self.method_test_suites
+        ):
+            device = tensor.untyped_storage().device
+            if device.type != "cpu" and tensor.numel() != 0:
+                name = f"Bundled {kind} {position} of test case {case} of method {method!r}"
+                message = host_read_message(
+                    name, tensor.shape, tensor.dtype, device, BUNDLED
+                )
+                raise InternalError(message)
+    return original(self, *args, **kwargs)
 
 
 def named_data_bytes(original: Original, tensor: torch.Tensor) -> Any:
@@ -92,37 +124,16 @@ def xnnpack_constant(original: Original, exp_prog: Any, node: Any) -> Any:
     tensor = original(exp_prog, node)
     if isinstance(tensor, torch.Tensor):
         device = tensor.untyped_storage().device
-        if device.type != "cpu":
+        if device.type != "cpu" and tensor.numel() != 0:
             from executorch.backends.xnnpack.utils.utils import get_tensor_name
 
-            name = get_tensor_name(exp_prog, node)
-            message = host_read_message(
-                f"XNNPACK constant {name!r}", tensor.shape, tensor.dtype, device
+            name = f"XNNPACK constant {get_tensor_name(exp_prog, node)!r}"
+            raise InternalError(
+                host_read_message(
+                    name, tensor.shape, tensor.dtype, device, MOVE_PROGRAM
+                )
             )
-            raise InternalError(message)
     return tensor
-
-
-def xnnpack_quant_scales(
-    original: Original, self: Any, quant_params: Any, *args: Any, **kwargs: Any
-) -> Any:
-    """Per-channel scales, a second ctypes read. The series leaves them to the check of their
-    weight, which define_tensor serializes first; here they are guarded in their own right."""
-    if quant_params.per_channel:
-        scale = quant_params.scale
-        device = scale.untyped_storage().device
-        if device.type != "cpu":
-            from executorch.backends.xnnpack.utils.utils import get_tensor_name
-
-            name = get_tensor_name(self.exported_program, quant_params.q_input)
-            message = host_read_message(
-                f"XNNPACK per-channel scales of {name!r}",
-                scale.shape,
-                scale.dtype,
-                device,
-            )
-            raise InternalError(message)
-    return original(self, quant_params, *args, **kwargs)
 
 
 def vulkan_constant(original: Original, self: Any, node: Any) -> Any:
@@ -131,54 +142,53 @@ def vulkan_constant(original: Original, self: Any, node: Any) -> Any:
     if device.type != "cpu" and tensor.numel() != 0:
         from executorch.backends.vulkan.utils import get_tensor_name
 
-        name = get_tensor_name(self.program, node)
-        message = host_read_message(
-            f"Vulkan constant {name!r}", tensor.shape, tensor.dtype, device
+        name = f"Vulkan constant {get_tensor_name(self.program, node)!r}"
+        raise InternalError(
+            host_read_message(name, tensor.shape, tensor.dtype, device, MOVE_PROGRAM)
         )
-        raise InternalError(message)
     return tensor
 
 
-def to_edge(original: Original, *args: Any, **kwargs: Any) -> Any:
-    """to_edge's check that each program is in the ATen dialect, where the follow-up adds its line
-    from that program's graph. ExecuTorch's et_logger hides to_edge's parameters, so the programs
-    are found among the arguments by type. _generate_edge_program's errors come named already."""
+def aten_verifier(original: Original, self: Any, *args: Any, **kwargs: Any) -> Any:
+    """The ATen-dialect check that to_edge runs on each program's graph module, whose error
+    the follow-up chains to one that ends with device_note."""
     try:
-        return original(*args, **kwargs)
+        return original(self, *args, **kwargs)
     except SpecViolationError as error:
-        values = [
-            v
-            for a in (*args, *kwargs.values())
-            for v in (a.values() if isinstance(a, dict) else (a,))
-        ]
-        graphs = [
-            v.graph_module
-            for v in values
-            if isinstance(v, torch.export.ExportedProgram)
-        ]
-        raise_with_device_hint(error, graphs)
+        if note := device_note(a for a in args if isinstance(a, torch.fx.GraphModule)):
+            raise SpecViolationError(f"{error}{note}") from error
+        raise
 
 
-def edge_program(
-    original: Original, config: Any, program: Any, *args: Any, **kwargs: Any
+def edge_manager(
+    original: Original, partitioner: Any, aten_programs: Any, *args: Any, **kwargs: Any
 ) -> Any:
-    """The Edge-dialect check that the decomposed program's ExportedProgram runs when it is built:
-    the follow-up catches its error around that call, in this function."""
+    """to_edge_transform_and_lower's conversion of its programs, where the follow-up does
+    the same with the programs' graphs."""
     try:
-        return original(config, program, *args, **kwargs)
+        return original(partitioner, aten_programs, *args, **kwargs)
     except SpecViolationError as error:
-        raise_with_device_hint(error, (program.graph_module,))
+        graphs = (program.graph_module for program in aten_programs.values())
+        if note := device_note(graphs):
+            raise SpecViolationError(f"{error}{note}") from error
+        raise
 
 
 def out_variants(original: Original, self: Any, graph_module: Any) -> Any:
-    """ToOutVarPass, where the follow-up adds the hint to the error it raises; the pass calls
-    itself for control flow, so an error already named passes as it is."""
+    """ToOutVarPass, whose error the follow-up builds with device_note of the graph module that
+    lacks out variants. The pass calls itself for control flow: only the call whose own frame
+    raised adds the note, so an error passes the calls around it as it is."""
     try:
         return original(self, graph_module)
     except RuntimeError as error:
-        if not str(error).startswith("Missing out variants"):
-            raise
-        raise_with_device_hint(error, (graph_module,))
+        *_, (raised_in, _) = traceback.walk_tb(error.__traceback__)
+        own = raised_in.f_locals.get("graph_module") is graph_module
+        if own and str(error).startswith("Missing out variants"):
+            # The series builds its message with the note where it raises: the same error,
+            # raised in the same frame, with no cause.
+            if note := device_note([graph_module]):
+                error.args = (f"{error}{note}",)
+        raise
 
 
 WRAPPERS: dict[str, Original] = {
@@ -186,14 +196,12 @@ WRAPPERS: dict[str, Original] = {
     for function in (
         emitter_constant,
         emitter_constant_methods,
-        bundled_tensor,
-        named_data,
+        bundled_values,
         named_data_bytes,
         xnnpack_constant,
-        xnnpack_quant_scales,
         vulkan_constant,
-        to_edge,
-        edge_program,
+        aten_verifier,
+        edge_manager,
         out_variants,
     )
 }

@@ -76,7 +76,7 @@ def meta_model() -> None:
 
 
 def messages() -> dict[str, str]:
-    """The error that each raising site gives: for meta constants, for constants in device memory
+    """The error that each raising site gives: for meta tensors, for tensors in device memory
     simulated on the CPU, and for lowering a program exported with fake cpu or cuda inputs."""
     import torch
     from executorch.backends.vulkan.serialization.vulkan_graph_builder import (
@@ -84,6 +84,11 @@ def messages() -> dict[str, str]:
     )
     from executorch.backends.xnnpack.operators.node_visitor import NodeVisitor
     from executorch.backends.xnnpack.serialization.xnnpack_graph_schema import XNNGraph
+    from executorch.devtools.bundled_program.config import (
+        MethodTestCase,
+        MethodTestSuite,
+    )
+    from executorch.devtools.bundled_program.core import BundledProgram
     from executorch.exir import EdgeCompileConfig, to_edge, to_edge_transform_and_lower
     from executorch.exir._serialize._named_data_store import NamedDataStore
     from executorch.exir.backend.utils import DelegateMappingBuilder
@@ -102,7 +107,15 @@ def messages() -> dict[str, str]:
         except Exception as error:
             found[name] = f"{type(error).__name__}: {error}"
 
+    host_program = to_edge_transform_and_lower(
+        export(linear(), (torch.ones(2, 4),))
+    ).to_executorch()
     for kind, device in (("meta", "meta"), ("device", "cpu")):
+        placed = (
+            partial(torch.Tensor.to, device="meta")
+            if kind == "meta"
+            else simulate_device
+        )
         program = export(linear().to(device), (torch.ones(2, 4, device=device),))
         edge = to_edge_transform_and_lower(program)
         if kind == "device":
@@ -112,6 +125,16 @@ def messages() -> dict[str, str]:
                 ):
                     simulate_device(weights["0.weight"])
         record(f"emitter, {kind}", edge.to_executorch)
+        with_table = to_edge_transform_and_lower(
+            export(linear(), (torch.ones(2, 4),)),
+            constant_methods={"get_table": placed(torch.ones(2, 3))},
+        )
+        record(f"constant method, {kind}", with_table.to_executorch)
+        case = MethodTestCase(
+            inputs=[torch.ones(2, 4)], expected_outputs=[placed(torch.ones(2, 3))]
+        )
+        bundled = BundledProgram(host_program, [MethodTestSuite("forward", [case])])
+        record(f"bundled, {kind}", bundled.serialize_to_schema)
         (weight,) = [n for n in program.graph.nodes if n.name == "p_0_weight"]
         visitor = NodeVisitor(program, {}, NamedDataStore())
         graph = XNNGraph("0", [], [], 0, [], [], [])
@@ -176,6 +199,20 @@ def cuda_xnnpack() -> None:
     ).to_executorch()
 
 
+def cuda_constant_method() -> None:
+    """A constant_methods value on cuda:0, with the program on the CPU."""
+    import torch
+    from executorch.exir import to_edge_transform_and_lower
+    from torch.export import export
+
+    from test.models import linear
+
+    to_edge_transform_and_lower(
+        export(linear(), (torch.ones(2, 4),)),
+        constant_methods={"get_table": torch.ones(2, 3).cuda()},
+    ).to_executorch()
+
+
 def cuda_bundled() -> None:
     """Bundled test values computed on cuda:0, as users compute them."""
     from test.test_cuda import bundle, cuda_values
@@ -189,7 +226,7 @@ def emitter_cuda_test(site: str) -> None:
     import pytest
 
     sys.path.insert(0, site)
-    test = "exir/emit/test/test_emit.py::TestEmit::test_cuda_constant_raises_instead_of_crashing"
+    test = "exir/emit/test/test_emit.py::TestEmit::test_cuda_constants_raise_instead_of_crashing"
     sys.exit(
         pytest.main(
             ["-p", "no:cacheprovider", "-c", os.devnull, f"{site}/executorch/{test}"]
@@ -217,6 +254,7 @@ CHILDREN: dict[str, Callable[..., object | None]] = {
         messages,
         cuda_portable,
         cuda_xnnpack,
+        cuda_constant_method,
         cuda_bundled,
         emitter_cuda_test,
         probe,

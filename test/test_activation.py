@@ -109,9 +109,8 @@ class TestState(unittest.TestCase):
             (False, [], {}),
         )
 
-    def test_re_exports_follow_the_function_and_other_imports_stay(self) -> None:
-        """Every executorch.* name of a module-level site's function follows it where the
-        site's module defines it (executorch.exir.to_edge is _program.to_edge); XNNPACK's
+    def test_only_the_site_modules_name_of_a_function_is_guarded(self) -> None:
+        """A module-level site is its module's name for the function: XNNPACK's
         get_param_tensor, which node_visitor only imports, stays itself everywhere else."""
         for module in _patch.MODULES:
             importlib.import_module(module)
@@ -133,8 +132,7 @@ class TestState(unittest.TestCase):
             return found
 
         before = names()
-        self.assertIn("executorch.exir.program.to_edge", before["to_edge"])
-        self.assertIn("executorch.exir.to_edge", before["to_edge"])
+        self.assertGreater(len(before["get_param_tensor"]), 1)
         guard.install()
         self.assertEqual(len(guard.status().patched), len(_patch.SITES))
         own = "executorch.backends.xnnpack.operators.node_visitor.get_param_tensor"
@@ -282,7 +280,7 @@ class TestInstalls(unittest.TestCase):
         status, _, stderr = children.run("meta_model", guard=True, python=self.python)
         self.assertEqual(status, 1)
         self.assertIn(
-            "InternalError: Failed with error: Constant 'p_0_weight' (shape [3, 4], "
+            "InternalError: Constant 'p_0_weight' (shape [3, 4], "
             "dtype torch.float32) is a meta",
             stderr,
         )

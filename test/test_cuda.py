@@ -74,26 +74,42 @@ class TestCuda(unittest.TestCase):
         ):
             children.cuda_xnnpack()
 
-    def test_cuda_bundled_values_crash_unguarded_and_bundle_as_on_the_cpu(self) -> None:
-        self.assert_crashes_unguarded("cuda_bundled")
-        inputs, outputs = cuda_values()
-        on_host = bundle([t.cpu() for t in inputs], [t.cpu() for t in outputs])
-        with guard_set(True):
-            self.assertEqual(bundle(inputs, outputs), on_host)
-
-    def test_cuda_named_data_fails_unguarded_and_stores_the_cpu_bytes(self) -> None:
-        tensors = (
-            torch.randn(2, 3, 4, 5),
-            torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last),
-        )
+    def test_cuda_constant_method_crashes_unguarded_and_raises_guarded(self) -> None:
+        self.assert_crashes_unguarded("cuda_constant_method")
         with (
-            guard_set(False),
-            self.assertRaisesRegex(TypeError, "can't convert cuda:0"),
+            guard_set(True),
+            self.assertRaisesRegex(
+                InternalError,
+                r"^Constant 'get_table' \(shape \[2, 3\], dtype torch.float32\) is on "
+                r"cuda:0, not in host memory\. Pass host tensors in constant_methods\.$",
+            ),
         ):
-            stored(tensors[0].cuda())
-        for tensor in tensors:
-            with self.subTest(stride=tensor.stride()), guard_set(True):
-                self.assertEqual(stored(tensor.cuda()), stored(tensor))
+            children.cuda_constant_method()
+
+    def test_cuda_bundled_values_crash_unguarded_and_raise_guarded(self) -> None:
+        self.assert_crashes_unguarded("cuda_bundled")
+        with (
+            guard_set(True),
+            self.assertRaisesRegex(
+                InternalError,
+                r"^Bundled input 0 of test case 0 of method 'forward' \(shape \[2, 4\], "
+                r"dtype torch.float32\) is on cuda:0, not in host memory\. Pass host "
+                r"tensors to MethodTestCase\.$",
+            ),
+        ):
+            children.cuda_bundled()
+
+    def test_cuda_named_data_keeps_executorch_s_own_error(self) -> None:
+        for tensor in (
+            torch.randn(2, 3, 4, 5),
+            torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last)[1:],
+        ):
+            with (
+                self.subTest(stride=tensor.stride()),
+                guard_set(True),
+                self.assertRaisesRegex(TypeError, "can't convert cuda:0"),
+            ):
+                stored(tensor.cuda())
 
     @unittest.skipUnless(
         importlib.util.find_spec("executorch.backends.cuda"), "no CUDA backend"

@@ -113,7 +113,7 @@ class TestEmitter(unittest.TestCase):
             guard_set(True),
             self.assertRaisesRegex(
                 InternalError,
-                r"^Failed with error: Constant 'p_0_weight' \(shape \[3, 4\], dtype "
+                r"^Constant 'p_0_weight' \(shape \[3, 4\], dtype "
                 r"torch.float32\) is a meta or fake tensor and holds no data\.\n",
             ),
         ):

@@ -342,7 +342,7 @@ def test_the_package_raises_the_series_errors(against: Any, on_patched: Any) -> 
     both, the meta model's error is raised once."""
     patched, both = printed(on_patched["messages"]), on_patched["both"].log
     print(json.dumps(patched, indent=1))
-    assert len(patched) == 12 and printed(against["messages"]) == patched
+    assert len(patched) == 16 and printed(against["messages"]) == patched
     for site, error in patched.items():
         named = "holds no data" if site.endswith("meta") else "cuda:0"
         assert named in error or site.endswith("cpu"), error
