@@ -12,7 +12,7 @@ import os
 import re
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
+from datetime import date
 from pathlib import Path
 
 import nox
@@ -26,14 +26,14 @@ nox.options.sessions = ["lint", "tests"]
 
 TORCH, BASE = "torch==2.13.0", f"executorch=={BASE_RELEASE}"
 OTHER_RELEASE = "1.4.1"  # the newest before BASE_RELEASE's minor
-# The tests whose outcome depends on the ExecuTorch release; the others (installs, the
-# benchmark, the Buck check) test this repository's tools, on BASE_RELEASE only.
+# The tests whose outcome depends on the ExecuTorch release; test_activation's installs run
+# on BASE_RELEASE only.
 RELEASE_TESTS = tuple(
-    f"test/test_{name}.py"
-    for name in ("emitter", "sites", "device_sites", "cuda", "series")
+    f"test/test_{name}.py" for name in ("emitter", "sites", "device_sites", "cuda")
 )
 # (executorch, torch, torchao): the newest torch and torchao that each release allows and pip
-# finds, and 1.5.1 with the newest torch, which `pip install executorch==1.5.1` takes.
+# finds; 1.5.1, which declares no torch requirement, with each newer torch too. torch 2.15.0
+# is over the cap of these machines' pip configuration: `PIP_CONSTRAINT=EMPTY_FILE nox ...`.
 COMPAT = (
     ("1.0.0", "2.9.1", "0.14.0"),
     ("1.0.1", "2.9.1", "0.14.0"),
@@ -45,9 +45,12 @@ COMPAT = (
     ("1.5.0", "2.13.0", "0.18.0"),
     ("1.5.1", "2.13.0", "0.18.0"),
     ("1.5.1", "2.14.1", "0.18.0"),
+    ("1.5.1", "2.15.0", "0.18.0"),
 )
 SHIPPED_FLATC = ("1.0.0", "1.0.1", "1.1.0", "1.2.0", "1.3.1")  # ship it, do not find it
-COMPAT_DIR = Path("test/compat")  # each run's raw results, committed: RUN.txt, RUN.xml
+RESULTS = Path(
+    "test/compat/RESULTS.md"
+)  # a row per run, kept until its session runs again
 PYTEST = ("pytest", "-n", "2", "-rs")
 
 
@@ -69,10 +72,12 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Every test on BASE_RELEASE, then RELEASE_TESTS on OTHER_RELEASE, in one environment:
-    torch, the same pin for both, is installed once. CUDA tests skip without a GPU."""
+    """Every test on BASE_RELEASE, then the series' check there (upstream/check.py), then
+    RELEASE_TESTS on OTHER_RELEASE, in one environment: torch, the same pin for both, is
+    installed once. CUDA tests skip without a GPU."""
     install(session, TORCH, BASE, "-e", ".[test]")
     session.run(*PYTEST, *session.posargs)
+    session.run("python", "-m", "upstream.check")
     install(session, TORCH, f"executorch=={OTHER_RELEASE}")
     session.run(*PYTEST, *RELEASE_TESTS, *session.posargs)
 
@@ -80,47 +85,41 @@ def tests(session: nox.Session) -> None:
 @nox.session
 @nox.parametrize(("executorch", "torch", "torchao"), list(COMPAT))
 def compat(session: nox.Session, executorch: str, torch: str, torchao: str) -> None:
-    """The release's tests and self-check into COMPAT_DIR; compat_table renders them all."""
-    session.notify("compat_table")
-    name, here = f"{executorch}-torch{torch}", os.getcwd() + os.sep
-    text, junit = COMPAT_DIR / f"{name}.txt", COMPAT_DIR / f"{name}.xml"
-    for old in (text, junit):  # a run that stops early leaves no row, not an old one
-        old.unlink(missing_ok=True)
+    """The release's self-check and tests: its row in RESULTS, in place of its last one."""
     pins = (f"torch=={torch}", f"torchao=={torchao}", f"executorch=={executorch}")
     install(session, *pins, "-e", ".[test]")
-    status = ""
+    flatc = "found"
     if executorch in SHIPPED_FLATC:
         code = "from upstream.suites import executorch_root; print(executorch_root())"
         folder = session.run("python", "-c", code, silent=True).strip()
         session.env["FLATC_EXECUTABLE"] = f"{folder}/data/bin/flatc"
-        status = "FLATC_EXECUTABLE: the wheel's executorch/data/bin/flatc\n"
+        flatc = "shipped binary, via `FLATC_EXECUTABLE`"
     # A failing self-check still lets the tests give the release its row; it fails last.
     command = ("python", "-m", "executorch_device_guard")
-    status += session.run(*command, silent=True, success_codes=[0, 1])
-    text.write_text(status.replace(here, ""))
+    status = session.run(*command, silent=True, success_codes=[0, 1])
+    junit = Path(session.create_tmp(), "junit.xml")
+    junit.unlink(missing_ok=True)
     try:
         session.run(*PYTEST, f"--junitxml={junit}", *RELEASE_TESTS)
-    finally:  # failing tests leave a row too, without this machine's paths
-        if junit.exists():
-            junit.write_text(junit.read_text().replace(here, ""))
+    finally:  # failing tests give a row too
+        write_row(executorch, torch, flatc, status, junit)
     failed = re.search(r"^(  FAIL |Traceback)", status, re.M)
     if failed or not re.search(r"^self-check \(", status, re.M):
-        session.error(f"the self-check failed: {text}")
+        session.error(f"the self-check failed:\n{status}")
 
 
-HEADERS = "executorch|torch|flatc|sites guarded|self-check|tests P/F/E/S".split("|")
+HEADERS = "executorch|torch|flatc|sites guarded|self-check|tests P/F/E/S|run".split("|")
 INTRO = """# ExecuTorch 1.x on the CPU
 
-`nox -s compat` (noxfile.py), last run {}; no GPU, so CUDA tests skip. Raw results beside.
+`nox -s compat` (noxfile.py): a row per release and torch, each from its own run on the
+project's 2-core x86_64 CPU machine, Python 3.11; no GPU, so CUDA tests skip.
 
 """
 
 
-def row(junit: Path) -> tuple[list[str], list[str]]:
-    """A run's row, and its tests that did not pass, with pytest's reason."""
-    release, torch = junit.stem.split("-torch")
-    text = junit.with_suffix(".txt")
-    status = text.read_text() if text.exists() else ""
+def write_row(release: str, torch: str, flatc: str, status: str, junit: Path) -> None:
+    """RESULTS with this run's row, and its tests that did not pass with pytest's reason,
+    in place of the last run's."""
     site = r"^  (guarded|SKIPPED)  executorch\.\S+?(\w+)(?::\s+(.*))?$"
     sites = re.findall(site, status, re.M)
     skipped = [f"`{name}`: {why}" for state, name, why in sites if state == "SKIPPED"]
@@ -129,31 +128,41 @@ def row(junit: Path) -> tuple[list[str], list[str]]:
     guarded = f"{sum(s == 'guarded' for s, _, _ in sites)} of {len(sites)}"
     cases = re.findall(r"^  (ok|FAIL) +\S", status, re.M)
     checked = f"{cases.count('ok')} of {len(cases)} ok" if cases else "did not run"
-    flatc = "shipped binary, via `FLATC_EXECUTABLE`" * status.startswith("FLATC")
     outcomes, messages = parse_junit(junit)
-    failed = [(t, o) for t, o in outcomes.items() if o != "passed"]
-    failed = [f"{release} ({torch}): `{t}`: {o}: {messages[t]}" for t, o in failed]
-    cells = [release, torch, flatc or "found", "; ".join([guarded, *skipped]), checked]
-    return [*cells, Run(outcomes, messages).counts], failed
+    counts, day = Run(outcomes, messages).counts, f"{date.today():%Y-%m-%d}"
+    cells = [
+        release,
+        torch,
+        flatc,
+        "; ".join([guarded, *skipped]),
+        checked,
+        counts,
+        day,
+    ]
+    lines = RESULTS.read_text().splitlines() if RESULTS.exists() else []
+    rows = [
+        [c.strip() for c in x.strip("|").split("|")] for x in lines if x[:2] == "| "
+    ]
+    rows = [r for r in rows[2:] if r[:2] != cells[:2]] + [cells]
+    notes = [
+        x for x in lines if x[:2] == "- " and not x.startswith(f"- {release} ({torch})")
+    ]
+    notes += [
+        f"- {release} ({torch}): `{test}`: {outcome}: {messages[test]}"
+        for test, outcome in outcomes.items()
+        if outcome != "passed"
+    ]
+    text = INTRO + table(
+        HEADERS, sorted(rows, key=lambda r: (numbers(r[0]), numbers(r[1])))
+    )
+    text += "\n\nNot passed, with pytest's reason:\n\n" + "\n".join(
+        sorted(notes, key=numbers)
+    )
+    RESULTS.write_text(text + "\n")
 
 
-def numbers(name: str) -> list[int]:
-    return [int(number) for number in re.findall(r"\d+", name)]
-
-
-@nox.session(venv_backend="none")
-def compat_table(session: nox.Session) -> None:
-    """COMPAT_DIR/RESULTS.md from each run's RUN.txt, the self-check's output, and RUN.xml,
-    pytest's junit: a run's row stays until its session runs again."""
-    runs = sorted(COMPAT_DIR.glob("*.xml"), key=lambda p: numbers(p.stem))
-    if not runs:
-        session.error(f"no junit XML in {COMPAT_DIR}")
-    rows, failed = zip(*map(row, runs))
-    dates = [next(ET.parse(p).iter("testsuite")).get("timestamp", "") for p in runs]
-    lines = [f"- {line}\n" for run in failed for line in run]
-    text = INTRO.format(max(dates)[:10]) + table(HEADERS, rows)
-    text += "\n\nNot passed, with pytest's reason:\n\n" + "".join(lines)
-    (COMPAT_DIR / "RESULTS.md").write_text(text)
+def numbers(text: str) -> list[int]:
+    return [int(number) for number in re.findall(r"\d+", text)]
 
 
 @nox.session
@@ -168,27 +177,14 @@ def mutations(session: nox.Session) -> None:
     names = session.run("python", "-c", code, silent=True, stderr=subprocess.DEVNULL)
     for name in names.split():
         session.log(f"MUTANT={name}")
-        mutant = ("-p", "test.mutant", "-x", "--tb=no", "-rf", *tests)
-        session.run(*pytest, *mutant, env={"MUTANT": name}, success_codes=[1, -11])
-
-
-@nox.session
-def suites(session: nox.Session) -> None:
-    """Upstream's own suites from the wheel, guard on and off: identical outcomes."""
-    install(session, TORCH, BASE, "-e", ".[test]")
-    check = ("python", "-m", "upstream.check", "--suites", "-k", "guarded")
-    session.run(*check, *session.posargs)
+        mutant = ("-p", "mutant", "-x", "--tb=no", "-rf", *tests)
+        # -p imports the plugin before pytest's pythonpath takes effect
+        env = {"MUTANT": name, "PYTHONPATH": "test"}
+        session.run(*pytest, *mutant, env=env, success_codes=[1, -11])
 
 
 @nox.session
 def bench(session: nox.Session) -> None:
     """bench/bench.py on the series' base release; installed as pip does (it times imports)."""
-    session.install(TORCH, BASE, "-e", ".[bench]")
+    session.install(TORCH, BASE, "-e", ".")
     session.run("python", "bench/bench.py", *session.posargs)
-
-
-@nox.session
-def series(session: nox.Session) -> None:
-    """python -m upstream.check on the series' base release."""
-    install(session, TORCH, BASE, "-e", ".[test]")
-    session.run("python", "-m", "upstream.check", *session.posargs)

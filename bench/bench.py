@@ -6,13 +6,12 @@
 
 """What the device guard costs: one table, guarded next to unguarded, measured in one run.
 
-    python bench/bench.py [--quick] [--pairs N] [--section all|cpu|xnnpack|aa] [--out F]
+    python bench/bench.py [--out F]
 
 The guard is wired in at interpreter start, so each measurement runs in child processes,
-guarded and unguarded in pairs whose first side alternates: a shared machine's drifts
-hit both sides alike, where pyperf, each side's processes back to back, was 4 times
-noisier A/A on 2 cores (`--section aa`, bench/RESULTS.md). Whole-run ratios cannot show
-1% on such a machine; the guard's own time, metered in each guarded run, can."""
+guarded and unguarded in pairs whose first side alternates, so that a shared machine's
+drifts hit both sides alike. Whole-run ratios cannot show 1% on such a machine; the guard's
+own time, metered in each guarded run, can."""
 
 import argparse
 import json
@@ -20,35 +19,27 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from statistics import mean, median
+from statistics import median
 from typing import Any, NamedTuple
 
 # Imported at interpreter start, by the startup line, guard on or off.
 from executorch_device_guard import _hook, install, status, uninstall
 
 GUARD, PACKAGE = "EXECUTORCH_DEVICE_GUARD", "executorch_device_guard"
-# For upstream.suites' run_forked and table.
+# For upstream.suites' table.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-XNNPACK = "executorch.backends.xnnpack.partition.xnnpack_partitioner"
-PRELOAD = ("executorch.exir", XNNPACK)  # imported before the children are forked
 Runs = list[tuple[list[str], bool]]  # children: --child arguments, guard on or off
 Results = list[dict[str, Any]]  # what each child printed
 
 
-class Sizes(NamedTuple):
-    small_constants: int = 2000  # parameters + buffers of "many small", 16 floats each
-    large: tuple[int, int] = (3, 4096)  # "few large": layers of Linear(width, width)
-    starts: int = 15  # interpreter starts per side
-    named: tuple[int, ...] = (8, 64, 64, 64)  # named data, channels-last vs contiguous
-    per_byte: tuple[int, ...] = (4, 16, 64, 64)  # named data, upstream's per-byte path
-    xnnpack: tuple[int, ...] = (250, 1000, 2500)  # Linear(16, 16) layers, a row each
-
-
-QUICK = Sizes(20, (3, 64), 3, (2, 4, 8, 8), (1, 2, 4, 4), (4,))
+SMALL_CONSTANTS = 2000  # parameters + buffers of "many small", 16 floats each
+LARGE = (3, 4096)  # "few large": layers of Linear(width, width)
+STARTS = 15  # interpreter starts per side
+XNNPACK_LAYERS = (250, 1000, 2500)  # Linear(16, 16) layers, a row each
+PAIRS = 7  # guarded and unguarded runs per measurement
 
 
 class Row(NamedTuple):
@@ -124,20 +115,9 @@ def child(args: list[str], guard: bool) -> "subprocess.CompletedProcess[str]":
     return ran
 
 
-def measured(runs: Runs, fresh: bool = False) -> Results:
+def measured(runs: Runs) -> Results:
     """Each child's last line, one at a time; refused unless only guarded ones patch."""
-    if fresh:
-        logs = [child([__file__, "--child", *args], on).stdout for args, on in runs]
-    else:
-        from upstream.suites import Forked, executorch_root, run_forked
-
-        site, argv = executorch_root().parent, ["bench.bench", "--child"]
-        forked = [Forked(site, argv + a, str(i), on) for i, (a, on) in enumerate(runs)]
-        with tempfile.TemporaryDirectory() as tmp:
-            done = run_forked(forked, 1, 3 * 3600, Path(tmp), PRELOAD)  # for all
-        if failed := [run.log for run in done if run.returncode]:
-            sys.exit(failed[0][-4000:])
-        logs = [run.log for run in done]
+    logs = [child([__file__, "--child", *args], on).stdout for args, on in runs]
     results = [json.loads(log.splitlines()[-1]) for log in logs]
     for (args, on), result in zip(runs, results):
         if bool(result.pop("patched")) != on:
@@ -186,7 +166,7 @@ def meter_sites() -> Meter:
     return meter
 
 
-def to_executorch_child(model: str, sizes: Sizes) -> dict[str, Any]:
+def to_executorch_child(model: str) -> dict[str, Any]:
     """One to_executorch() call: it mutates the program, and a second would be warm."""
     import torch
     from executorch.exir import to_edge_transform_and_lower
@@ -202,10 +182,10 @@ def to_executorch_child(model: str, sizes: Sizes) -> dict[str, Any]:
             w = torch.cat(list(self.weights)).reshape(-1, 16).sum(0)
             return x * w + torch.cat(list(self.buffers())).reshape(-1, 16).sum(0)
 
-    layers, width = sizes.large
+    layers, width = LARGE
     if model == "many-small":
-        module, x = ManySmall(sizes.small_constants), torch.randn(1, 16)
-        what = f"{sizes.small_constants} constants of 16 floats"
+        module, x = ManySmall(SMALL_CONSTANTS), torch.randn(1, 16)
+        what = f"{SMALL_CONSTANTS} constants of 16 floats"
     else:
         linears = (torch.nn.Linear(width, width, bias=False) for _ in range(layers))
         module, x = torch.nn.Sequential(*linears), torch.randn(1, width)
@@ -250,57 +230,6 @@ def xnnpack_child(layers: int) -> dict[str, Any]:
     return {"wall": wall, "guard": meter.seconds, "calls": meter.calls}
 
 
-def named_data_rows(sizes: Sizes, pairs: int) -> list[Row]:
-    """add_named_data() of channels-last tensors with the guard, which stores a view's own
-    elements in bulk, next to contiguous ones and to upstream's byte-by-byte path."""
-    import executorch.exir._serialize._named_data_store as named_data
-    import torch
-
-    def store(tensor: torch.Tensor) -> None:
-        named_data.NamedDataStore().add_named_data("w", tensor)
-
-    def mib(tensor: torch.Tensor) -> str:
-        return f"{tensor.untyped_storage().nbytes() / 2**20:.3g} MiB"
-
-    install()
-    plain = torch.randn(sizes.named)
-    last = plain.contiguous(memory_format=torch.channels_last)
-
-    def call(on: bool) -> None:
-        store(last if on else plain)
-
-    call(True), call(False)  # a warm-up each
-    both, nbytes = interleaved(call, pairs), last.untyped_storage().nbytes()
-    name = f"named data host {mib(plain)}, add_named_data() channels-last vs contiguous"
-    row = Pairs(both.off, both.on).ratio_row(name, seconds, 0.10)  # off / on: GB/s
-    on, off = (f"{nbytes / median(times) / 1e9:.2f} GB/s" for times in both)
-    met = "yes" if float(row.ratio) >= 0.90 else row.met
-    rows = [
-        row._replace(
-            guarded=on, baseline=f"{off} (contiguous)", goal=">= 0.90", met=met
-        )
-    ]
-    three_d = torch.randn(sizes.named).unsqueeze(2)
-    three_d = three_d.contiguous(memory_format=torch.channels_last_3d)
-    took = median([timed(named_data._tensor_to_bytes, three_d) for _ in range(pairs)])
-    name = "named data host, channels-last-3d, _tensor_to_bytes()"
-    rows.append(Row(name, millis(took), goal="< 500 ms", met=yes_no(took < 0.5)))
-    small = torch.randn(sizes.per_byte).contiguous(memory_format=torch.channels_last)
-
-    def guarded_or_upstream(on: bool) -> float:
-        (install if on else uninstall)()
-        return timed(store, small)
-
-    sides = order(min(pairs, 3))
-    upstream = paired(sides, [guarded_or_upstream(on) for on in sides])
-    install()
-    name = f"named data host {mib(small)} channels-last, guarded vs upstream (a Python call a byte)"
-    faster = yes_no(median(upstream.on) < median(upstream.off))
-    row = upstream.ratio_row(name, seconds, 0)
-    rows.append(row._replace(goal="faster", met=faster))
-    return rows
-
-
 def share_row(name: str, own: float, share: float, of: float, spread: str = "-") -> Row:
     """The guard's own time, `share` of the run's wall time `of`: met within 1%."""
     cells = f"{millis(own)} ({share:.3%})", f"of {seconds(of)}", "-", spread
@@ -322,19 +251,19 @@ def pair_rows(name: str, own: str, sides: list[bool], runs: Results) -> list[Row
     ]
 
 
-def start_rows(sizes: Sizes) -> list[Row]:
+def start_rows() -> list[Row]:
     """What the startup line costs at interpreter start, and what it imports."""
     child(["-c", "pass"], True)  # writes the package's bytecode once
     costs: list[float] = []
     heavy: set[str] = set()
-    for _ in range(sizes.starts):
+    for _ in range(STARTS):
         stderr = child(["-X", "importtime", "-c", "pass"], True).stderr
         # Lines "import time: self | cumulative | module", modules indented by depth.
         found = re.findall(r"^import time: +\d+ \| +(\d+) \|( *)(\S+)$", stderr, re.M)
         ours = [(len(p), int(us)) for us, p, m in found if m.split(".")[0] == PACKAGE]
         costs.append(sum(us for depth, us in ours if depth == min(ours)[0]) / 1e6)
         heavy |= {m for *_, m in found if m.split(".")[0] in ("torch", "executorch")}
-    starts = interleaved(lambda on: child(["-c", "pass"], on), sizes.starts)
+    starts = interleaved(lambda on: child(["-c", "pass"], on), STARTS)
     took, span = median(costs), f"{millis(min(costs))} .. {millis(max(costs))}"
     name = "interpreter start: import time of the startup line"
     met = yes_no(took < 1e-3)
@@ -346,86 +275,49 @@ def start_rows(sizes: Sizes) -> list[Row]:
     return [*rows, starts.ratio_row(name, millis, 0.025)]
 
 
-def xnnpack_rows(sizes: Sizes, runs: Results) -> list[Row]:
+def xnnpack_rows(runs: Results) -> list[Row]:
     """Per size, the guard's share of one guarded run (minutes at full size)."""
     rows: list[Row] = []
     shares: list[str] = []
-    for layers, run in zip(sizes.xnnpack, runs):
+    for layers, run in zip(XNNPACK_LAYERS, runs):
         share, guard, calls = run["guard"] / run["wall"], run["guard"], run["calls"]
         shares.append(f"{share:.3%} ({guard / calls * 1e6:.1f} us a call)")
         name = f"XNNPACK lowering + to_executorch(), {layers} x Linear(16, 16), the guard's share ({calls} calls)"
         rows.append(share_row(name, guard, share, run["wall"]))
-    grown = " / ".join(map(str, sizes.xnnpack))
+    grown = " / ".join(map(str, XNNPACK_LAYERS))
     name = f"XNNPACK, the guard's share as layers grow ({grown})"
     return [*rows, Row(name, " / ".join(shares), goal="flat")]
 
 
-def aa_rows() -> list[Row]:
-    """`python -c pass` against itself, five times by pyperf and by pairs: noise."""
-    import pyperf
-
-    command = "-m pyperf command --processes=20 --values=3 --warmups=0 -q -o".split()
-    found: dict[str, list[float]] = {"pyperf": [], "pairs": []}
-    for _ in range(5):
-        with tempfile.TemporaryDirectory() as tmp:
-            outs = [os.path.join(tmp, f"{side}.json") for side in "ab"]
-            for out in outs:
-                child([*command, out, "--", sys.executable, "-c", "pass"], True)
-            a, b = (pyperf.Benchmark.load(out).mean() for out in outs)
-        found["pyperf"].append(b / a)
-        pairs = interleaved(lambda on: child(["-c", "pass"], True), 60)
-        found["pairs"].append(median(a / b for a, b in zip(pairs.on, pairs.off)))
-    rows = []
-    for how, ratios in found.items():
-        name = f"A/A `python -c pass`, {how}: mean |ratio - 1| of 5"
-        spread = " / ".join(f"{r:.3f}" for r in ratios)
-        rows.append(Row(name, f"{mean(abs(r - 1) for r in ratios):.2%}", spread=spread))
-    return rows
-
-
-def measure(section: str, sizes: Sizes, pairs: int, quick: list[str]) -> list[Row]:
-    """A section's rows; its forked children all from one interpreter, one at a time."""
-    cpu = section in ("all", "cpu")
-    xnnpack = cpu or section == "xnnpack"
-    sides = order(pairs)
-    models = ("many-small", "few-large") if cpu else ()
-    rows = start_rows(sizes) if cpu else []
-    forked: Runs = [(["to_executorch", m, *quick], on) for m in models for on in sides]
-    forked += [(["xnnpack", str(n)], True) for n in sizes.xnnpack if xnnpack]
-    forked += [(["named", str(pairs), *quick], True)] if cpu else []
-    results = measured(forked) if forked else []
+def measure() -> list[Row]:
+    """Every row; the children one at a time."""
+    sides = order(PAIRS)
+    models = ("many-small", "few-large")
+    children: Runs = [(["to_executorch", m], on) for m in models for on in sides]
+    children += [(["xnnpack", str(n)], True) for n in XNNPACK_LAYERS]
+    results = measured(children)
+    rows = start_rows()
     for model in models:
         runs = [results.pop(0) for _ in sides]
         rows += pair_rows(f"to_executorch(), {model}", "wrappers", sides, runs)
-    if cpu:
-        runs = measured([(["import"], on) for on in sides], fresh=True)
-        name = "first `import executorch.exir`"
-        rows += pair_rows(name, "finder and patching", sides, runs)
-    if xnnpack:
-        rows += xnnpack_rows(sizes, [results.pop(0) for _ in sizes.xnnpack])
-    if cpu:
-        rows += [Row(*row) for row in results.pop(0)["rows"]]
-    return rows + (aa_rows() if section == "aa" else [])
+    runs = measured([(["import"], on) for on in sides])
+    rows += pair_rows(
+        "first `import executorch.exir`", "finder and patching", sides, runs
+    )
+    return rows + xnnpack_rows(results)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add = parser.add_argument
-    add("--quick", action="store_true", help="tiny sizes, one pair: the smoke test")
-    add("--pairs", type=int, help="pairs per measurement (default 7, quick 1)")
-    add("--section", choices=("all", "cpu", "xnnpack", "aa"), default="all")
-    add("--out", help="also write the table (markdown) to this file")
-    add("--child", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help="also write the table (markdown) to this file")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    sizes = QUICK if args.quick else Sizes()
     if args.child:  # prints its result, and whether the guard patched any site
         kind, *rest = args.child
         if kind == "to_executorch":
-            result = to_executorch_child(rest[0], sizes)
+            result = to_executorch_child(rest[0])
         elif kind == "xnnpack":
             result = xnnpack_child(int(rest[0]))
-        elif kind == "named":
-            result = {"rows": named_data_rows(sizes, int(rest[0]))}
         else:
             result = import_child()
         print(json.dumps({**result, "patched": len(status().patched)}))
@@ -434,14 +326,12 @@ def main() -> None:
 
     from upstream.suites import table
 
-    started, pairs = time.perf_counter(), args.pairs or (1 if args.quick else 7)
-    rows = measure(args.section, sizes, pairs, ["--quick"] if args.quick else [])
+    started, rows = time.perf_counter(), measure()
     names = ("torch", "executorch", "executorch-device-guard")
     versions = ", ".join(f"{name} {version(name)}" for name in names)
     text = f"{os.cpu_count()} cores, Python {sys.version.split()[0]}, {versions}\n\n"
     text += table(Row._fields, rows)
-    took, how = time.perf_counter() - started, "quick" if args.quick else "full"
-    print(f"{text}\n\n{pairs} pairs, {how} sizes, {took:.0f} s")
+    print(f"{text}\n\n{PAIRS} pairs, {time.perf_counter() - started:.0f} s")
     if args.out:
         Path(args.out).write_text(text + "\n")
 

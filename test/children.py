@@ -4,7 +4,7 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""The programs that tests run in a fresh interpreter, by name: `python -m test.children NAME`.
+"""The programs that tests run in a fresh interpreter, by name: `python -m children NAME`, in test/.
 
 Only where the behaviour needs one: what the startup line does, an install in another
 environment, a reproducer that can die of a signal, and a patched copy of ExecuTorch, which
@@ -20,7 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
 
 
 def run(
@@ -28,16 +28,13 @@ def run(
     guard: bool,
     python: str = sys.executable,
     args: tuple[str, ...] = (),
-    own_path: bool = False,
 ) -> Any:
-    """Runs child NAME with ARGS, the guard's startup hook on or off, and with `own_path`,
-    no PYTHONPATH: (exit status, stdout, stderr)."""
+    """Runs child NAME with ARGS, the guard's startup hook on or off: (exit status, stdout,
+    stderr)."""
     env = {**os.environ, "EXECUTORCH_DEVICE_GUARD": "1" if guard else "0"}
-    if own_path:
-        env.pop("PYTHONPATH", None)
     done = subprocess.run(
-        [python, "-m", "test.children", name, *args],
-        cwd=REPO,
+        [python, "-m", "children", name, *args],
+        cwd=HERE,
         env=env,
         capture_output=True,
         text=True,
@@ -65,9 +62,8 @@ def meta_model() -> None:
     """The reproducer on meta: with the guard, "holds no data"; without, "NULL pointer access"."""
     import torch
     from executorch.exir import to_edge_transform_and_lower
+    from models import linear
     from torch.export import export
-
-    from test.models import linear
 
     model = linear().to("meta")
     to_edge_transform_and_lower(
@@ -92,11 +88,10 @@ def messages() -> dict[str, str]:
     from executorch.exir import EdgeCompileConfig, to_edge, to_edge_transform_and_lower
     from executorch.exir._serialize._named_data_store import NamedDataStore
     from executorch.exir.backend.utils import DelegateMappingBuilder
+    from models import EfficientAttention, linear
+    from simulated_device import SimulatedDeviceStorage, simulate_device
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.export import export
-
-    from test.models import EfficientAttention, linear
-    from test.simulated_device import SimulatedDeviceStorage, simulate_device
 
     found: dict[str, str] = {}
 
@@ -172,9 +167,8 @@ def cuda_portable() -> None:
     """The issue's reproducer on cuda:0, to the portable path."""
     import torch
     from executorch.exir import to_edge_transform_and_lower
+    from models import linear
     from torch.export import export
-
-    from test.models import linear
 
     model = linear().cuda()
     to_edge_transform_and_lower(
@@ -189,9 +183,8 @@ def cuda_xnnpack() -> None:
         XnnpackPartitioner,
     )
     from executorch.exir import to_edge_transform_and_lower
+    from models import linear
     from torch.export import export
-
-    from test.models import linear
 
     program = export(linear().cuda(), (torch.ones(2, 4).cuda(),))
     to_edge_transform_and_lower(
@@ -203,9 +196,8 @@ def cuda_constant_method() -> None:
     """A constant_methods value on cuda:0, with the program on the CPU."""
     import torch
     from executorch.exir import to_edge_transform_and_lower
+    from models import linear
     from torch.export import export
-
-    from test.models import linear
 
     to_edge_transform_and_lower(
         export(linear(), (torch.ones(2, 4),)),
@@ -215,23 +207,9 @@ def cuda_constant_method() -> None:
 
 def cuda_bundled() -> None:
     """Bundled test values computed on cuda:0, as users compute them."""
-    from test.test_cuda import bundle, cuda_values
+    from test_cuda import bundle, cuda_values
 
     bundle(*cuda_values())
-
-
-def emitter_cuda_test(site: str) -> None:
-    """The series' CUDA test of the emitter in SITE/executorch, importable only through
-    sys.path set here, as in a Buck PAR: pytest's exit status, or the signal that ended it."""
-    import pytest
-
-    sys.path.insert(0, site)
-    test = "exir/emit/test/test_emit.py::TestEmit::test_cuda_constants_raise_instead_of_crashing"
-    sys.exit(
-        pytest.main(
-            ["-p", "no:cacheprovider", "-c", os.devnull, f"{site}/executorch/{test}"]
-        )
-    )
 
 
 def probe() -> dict[str, bool]:
@@ -256,7 +234,6 @@ CHILDREN: dict[str, Callable[..., object | None]] = {
         cuda_xnnpack,
         cuda_constant_method,
         cuda_bundled,
-        emitter_cuda_test,
         probe,
     )
 }

@@ -24,11 +24,10 @@ import unittest
 import warnings
 from pathlib import Path
 
+import children
 import executorch_device_guard as guard
 from executorch.exir.emit import _emitter
 from executorch_device_guard import _patch
-
-from test import children
 
 REPO = Path(__file__).resolve().parents[1]
 PTH = "executorch_device_guard.pth"

@@ -11,6 +11,7 @@ a child (test/children.py), where the crash is its exit status."""
 import importlib.util
 import unittest
 
+import children
 import torch
 from executorch.devtools import BundledProgram
 from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
@@ -20,11 +21,9 @@ from executorch.devtools.bundled_program.serialize import (
 from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 from executorch.exir.error import InternalError
 from executorch_device_guard._selfcheck import SIGSEGV
+from guard import guard_set
+from models import linear, stored
 from torch.export import export
-
-from test import children
-from test.guard import guard_set
-from test.models import linear, stored
 
 ON_CUDA = r"\(shape \[3, 4\], dtype torch.float32\) is on cuda:0, not in host memory"
 

@@ -12,6 +12,7 @@ import hashlib
 import importlib.util
 import unittest
 
+import children
 import torch
 from executorch.exir import (
     EdgeCompileConfig,
@@ -20,11 +21,9 @@ from executorch.exir import (
     to_edge_transform_and_lower,
 )
 from executorch.exir.error import InternalError
+from guard import guard_set
+from models import WithBuffer, WithConstant, linear
 from torch.export import export
-
-from test import children
-from test.guard import guard_set
-from test.models import WithBuffer, WithConstant, linear
 
 HAS_DEVICE_PROPAGATION = all(
     importlib.util.find_spec(f"executorch.exir.{module}")

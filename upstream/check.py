@@ -17,13 +17,13 @@ installed release, which has the repository's layout (README.md, Upstream, lists
 import argparse
 import email
 import fnmatch
+import functools
 import importlib.util
 import json
 import os
 import platform
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 import pytest
 from unidiff import PatchSet
 
-from upstream import buck, series, suites
+from upstream import series, suites
 from upstream.suites import Forked, Run, pytest_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,18 +46,14 @@ TEST_FILE, TEST_CODE = "*/test/*test_*.py", "*/test/*"
 # blank or comment-only); words of a PR text, subject to `---`; characters of a subject.
 MAX_LINES = {"0001-emitter.patch": 15, "followup/0001-device-lowering.patch": 30}
 MAX_SERIES_LINES, MAX_WORDS, MAX_SUBJECT = 85, 200, 72
-PRELOAD = (  # imported once from a patched copy, before the runs on it are forked
-    "executorch.exir",
-    "executorch.devtools.bundled_program.core",
-    "executorch.backends.xnnpack.partition.xnnpack_partitioner",
-    "executorch.backends.vulkan.serialization.vulkan_graph_builder",
-)
-PROBE, MESSAGES = ["test.children", "probe"], ["test.children", "messages"]
-META = ["test.children", "meta_model"]
+PROBE, MESSAGES = ["children", "probe"], ["children", "messages"]
+META = ["children", "meta_model"]
 LINTERS = "FLAKE8,UFMT,NEWLINE,ETCAPITAL,LICENSELINT,TORCH_AO_IMPORT"
 LINT_CONFIG, LINT_WORKFLOW = ".lintrunner.toml", ".github/workflows/lint.yml"
 LINT_FILES = (LINT_CONFIG, LINT_WORKFLOW, ".flake8", "pyproject.toml")
 LINT_FILES += ("requirements-lintrunner.txt",)
+BUCK_FILES = ("BUCK", "TARGETS", "targets.bzl")
+SUMMARY = r"^(?:\||(?:PASSED|FAILED|ERROR|SKIPPED) ).*\n"  # tables, pytest's -rA lines
 
 
 def arguments(argv: list[str]) -> argparse.Namespace:
@@ -73,8 +69,10 @@ def arguments(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-# main()'s options, handed to the tests in UPSTREAM_CHECK.
-OPTIONS = arguments(shlex.split(os.environ.get("UPSTREAM_CHECK", "")))
+@functools.cache
+def options() -> argparse.Namespace:
+    """main()'s options, handed to the checks in UPSTREAM_CHECK."""
+    return arguments(shlex.split(os.environ.get("UPSTREAM_CHECK", "")))
 
 
 class Patch(NamedTuple):
@@ -168,12 +166,39 @@ def code_hunks(patch: Patch) -> list[tuple[Any, Any]]:
     return [(f, h) for f in files for h in f if code(h, True) != code(h, False)]
 
 
-PATCHES = [Patch(p, PatchSet.from_filename(str(p))) for p in series.every_patch()]
-NAMES = [p.name for p in PATCHES]
-TESTS = sum((patch.tests for patch in PATCHES), ())
-HUNKS = [(i, f, h) for i, patch in enumerate(PATCHES) for f, h in code_hunks(patch)]
-COMMANDS = [c for patch in PATCHES if patch.ci_only for c in patch.commands]
-WORKFLOWS = sorted({f.path for p in PATCHES for f in p.diff if p.ci_only})
+class Series(NamedTuple):
+    patches: list[Patch]
+    tests: tuple[str, ...]  # the pytest ids of every patch's tests
+    hunks: list[tuple[int, Any, Any]]  # (patch index, file, hunk) of code_hunks
+    commands: list[str]  # the test commands of the CI PRs
+    workflows: list[str]  # the workflows that the CI PRs change
+
+
+@functools.cache
+def facts() -> Series:
+    """The patch files, read when the checks are collected."""
+    patches = [Patch(p, PatchSet.from_filename(str(p))) for p in series.every_patch()]
+    hunks = [(i, f, h) for i, patch in enumerate(patches) for f, h in code_hunks(patch)]
+    commands = [c for patch in patches if patch.ci_only for c in patch.commands]
+    workflows = sorted({f.path for p in patches for f in p.diff if p.ci_only})
+    return Series(
+        patches, sum((p.tests for p in patches), ()), hunks, commands, workflows
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """The checks of each patch, CI command, workflow and hunk."""
+    found = facts()
+    names = [p.name for p in found.patches]
+    hunks = [f"{names[i][:-6]}:{f.path}:{h.target_start}" for i, f, h in found.hunks]
+    for name, values, ids in (
+        ("patch", found.patches, names),
+        ("command", found.commands, [c[:60] for c in found.commands]),
+        ("workflow", found.workflows, found.workflows),
+        ("number", range(len(found.hunks)), hunks),
+    ):
+        if name in metafunc.fixturenames:
+            metafunc.parametrize(name, values, ids=ids)
 
 
 def run(*command: Any, **kwargs: Any) -> "subprocess.CompletedProcess[str]":
@@ -193,7 +218,7 @@ def printed(done: Run) -> Any:
 
 def assert_passed(done: Run, gpu: bool) -> None:
     """Every test passed; only CUDA tests skip, and only without a GPU."""
-    assert gpu or not OPTIONS.require_cuda, "--require-cuda, and no CUDA device"
+    assert gpu or not options().require_cuda, "--require-cuda, and no CUDA device"
     print(f"\nP/F/E/S {done.counts} in {done.seconds:.1f} s")
     for test, outcome in sorted(done.outcomes.items()):
         print(f"  {outcome:7} {test} {done.messages.get(test, '')}")
@@ -203,11 +228,8 @@ def assert_passed(done: Run, gpu: bool) -> None:
     assert done.completed and not bad, f"not passing: {bad}\n{done.log[-5000:]}"
 
 
-def forked(
-    runs: dict[Any, Forked], workdir: Path, preload: Any = PRELOAD
-) -> dict[Any, Run]:
-    timeout, listed = suites.TIMEOUT * len(runs), list(runs.values())
-    done = suites.run_forked(listed, OPTIONS.workers, timeout, workdir, preload)
+def forked(runs: dict[Any, Forked], workdir: Path) -> dict[Any, Run]:
+    done = suites.run_forked(list(runs.values()), options().workers, workdir)
     return dict(zip(runs, done, strict=True))
 
 
@@ -234,14 +256,16 @@ def unpatched(root: Path, workdir: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def patched(root: Path, workdir: Path) -> Path:
-    tree, error = series.patched_copy(root, workdir / "site", [p.path for p in PATCHES])
+    tree, error = series.patched_copy(
+        root, workdir / "site", [p.path for p in facts().patches]
+    )
     assert error is None, error
     return tree
 
 
 def test_sizes() -> None:
     rows = []
-    for p in PATCHES:
+    for p in facts().patches:
         subject = len(series.subject(p.path))
         rows.append((p.name, *p.code_lines, len(p.text.split()), subject))
     columns = ("patch", "lines", "re-indented", "words", "subject")
@@ -251,9 +275,27 @@ def test_sizes() -> None:
     found += [f"the series: {total} lines"] * (total > MAX_SERIES_LINES)
     found += [f"{r[0]}: {r[3]} words" for r in rows if r[3] > MAX_WORDS]
     found += [f"{r[0]}: {r[4]}-character subject" for r in rows if r[4] > MAX_SUBJECT]
-    added = [f.path for p in PATCHES for f in p.diff if f.is_added_file and _is_code(f)]
+    added = [
+        f.path
+        for p in facts().patches
+        for f in p.diff
+        if f.is_added_file and _is_code(f)
+    ]
     found += [f"{path}: a new module, which no check here types" for path in added]
     assert not found
+
+
+def test_patched_copies_leave_the_installed_release_alone(
+    root: Path, patched: Path
+) -> None:
+    """copy_package hard-links the installed files: applying the series replaces them."""
+    changed = [
+        f.path for p in facts().patches for f in p.diff if (root / f.path).is_file()
+    ]
+    assert changed
+    assert [
+        p for p in changed if (root / p).read_bytes() == (patched / p).read_bytes()
+    ] == []
 
 
 def test_the_series_applies_to_the_installed_release(patched: Path) -> None:
@@ -265,14 +307,13 @@ def alone(root: Path, workdir: Path) -> dict[str, Run]:
     """Each patch with tests applied alone to a copy of the installed release, its own tests
     run there, guard off, --workers copies at a time."""
     runs = {}
-    for i, patch in enumerate(p for p in PATCHES if p.tests):
+    for i, patch in enumerate(p for p in facts().patches if p.tests):
         tree, error = series.patched_copy(root, workdir / f"alone-{i}", [patch.path])
         assert error is None, error
         runs[patch.name] = pytest_run(tree, patch.tests, workdir / f"alone-{i}")
-    return forked(runs, workdir, ())
+    return forked(runs, workdir)
 
 
-@pytest.mark.parametrize("patch", PATCHES, ids=NAMES)
 def test_each_patch_alone_passes_its_own_tests(
     patch: Patch, gpu: bool, request: Any
 ) -> None:
@@ -289,11 +330,11 @@ def on_patched(patched: Path, workdir: Path) -> dict[str, Run]:
     with the guard on too."""
     runs = {
         "probe": Forked(patched.parent, PROBE, "probe"),
-        "series": pytest_run(patched, TESTS, workdir / "series"),
+        "series": pytest_run(patched, facts().tests, workdir / "series"),
         "messages": Forked(patched.parent, MESSAGES, "messages-series"),
         "both": Forked(patched.parent, META, "meta-both", True),
     }
-    for i, command in enumerate(COMMANDS):
+    for i, command in enumerate(facts().commands):
         runs[command] = Forked(patched.parent, shlex.split(command)[2:], f"ci-{i}")
     return forked(runs, workdir)
 
@@ -303,7 +344,6 @@ def test_the_series_tests_pass_in_the_patched_tree(on_patched: Any, gpu: bool) -
     assert_passed(on_patched["series"], gpu)
 
 
-@pytest.mark.parametrize("command", COMMANDS, ids=[c[:60] for c in COMMANDS])
 def test_ci_commands_pass_as_written(command: str, on_patched: Any, gpu: bool) -> None:
     """In the patched copy's root: each test they name exists; with a GPU, none skips."""
     done = on_patched[command]
@@ -319,13 +359,13 @@ def against(root: Path, workdir: Path) -> dict[str, Run]:
     guarded in its forked child: the probe, those tests and the package's messages."""
     if importlib.util.find_spec("executorch_device_guard") is None:
         pytest.skip("executorch-device-guard is not installed")
-    paths, include = [p.path for p in PATCHES], f"--include={TEST_FILE}"
+    paths, include = [p.path for p in facts().patches], f"--include={TEST_FILE}"
     tree, error = series.patched_copy(root, workdir / "tests-only", paths, include)
     if error:
         pytest.skip(f"the series' test files do not apply to this release's: {error}")
     runs = {
         "probe": Forked(tree.parent, PROBE, "probe-on", True),
-        "series": pytest_run(tree, TESTS, workdir / "series-on", guard=True),
+        "series": pytest_run(tree, facts().tests, workdir / "series-on", guard=True),
         "messages": Forked(tree.parent, MESSAGES, "messages-package", True),
     }
     return forked(runs, workdir)
@@ -352,34 +392,32 @@ def test_the_package_raises_the_series_errors(against: Any, on_patched: Any) -> 
 
 @pytest.fixture(scope="session")
 def mutants(patched: Path, workdir: Path) -> list[tuple[str, Run | None]]:
-    """Each of HUNKS reverted in its own copy of the patched tree, and the series' tests run
-    there under one xdist worker, so that a crash is a failed test."""
+    """Each of the series' hunks reverted in its own copy of the patched tree, and the series'
+    tests run there, where a crash fails the test that crashed (pytest-forked)."""
+    if not options().mutations:
+        pytest.skip("needs --mutations")
     runs, errors = {}, {}
-    for number, (_, file, hunk) in enumerate(HUNKS):
+    for number, (_, file, hunk) in enumerate(facts().hunks):
         tree = series.copy_package(patched, workdir / f"mutant-{number}")
         diff = f"--- a/{file.path}\n+++ b/{file.path}\n{hunk}"
         reverted = run("git", "apply", "-R", "-", input=diff, cwd=tree)
         errors[number] = reverted.stderr
         if not reverted.returncode:
-            runs[number] = pytest_run(tree, TESTS, workdir / f"m{number}", workers=1)
-    done = forked(runs, workdir, ())
-    return [(errors[number], done.get(number)) for number in range(len(HUNKS))]
+            runs[number] = pytest_run(tree, facts().tests, workdir / f"m{number}")
+    done = forked(runs, workdir)
+    return [(errors[number], done.get(number)) for number in range(len(facts().hunks))]
 
 
-@pytest.mark.skipif(not OPTIONS.mutations, reason="needs --mutations")
-@pytest.mark.parametrize(
-    "number",
-    range(len(HUNKS)),
-    ids=[f"{NAMES[i][:-6]}:{f.path}:{h.target_start}" for i, f, h in HUNKS],
-)
 def test_each_hunk_is_needed_by_its_patch_tests(
     number: int, mutants: Any, gpu: bool
 ) -> None:
-    index, _, hunk = HUNKS[number]
+    index, _, hunk = facts().hunks[number]
     error, done = mutants[number]
     assert done is not None, f"does not revert: {error}"
-    own = tuple(junit_prefix(t) for t in PATCHES[index].tests)
-    later = tuple(junit_prefix(t) for p in PATCHES[index + 1 :] for t in p.tests)
+    own = tuple(junit_prefix(t) for t in facts().patches[index].tests)
+    later = tuple(
+        junit_prefix(t) for p in facts().patches[index + 1 :] for t in p.tests
+    )
     failing = {t for t, o in done.outcomes.items() if o not in ("passed", "skipped")}
     mine = sorted(t for t in failing if t.startswith(own))
     others = sorted(t for t in failing - set(mine) if not t.startswith(later))
@@ -400,6 +438,8 @@ def suite_outcomes(request: Any, root: Path, workdir: Path) -> suites.Comparison
     """Upstream's suites, without the series' tests, in the patched and an unpatched copy
     (guard off), or in the installed release, guard on and off (`nox -s suites`); each
     setup's probe first."""
+    if not options().suites:
+        pytest.skip("needs --suites")
     if request.param == "patched":
         plain = request.getfixturevalue("unpatched")
         setups = {"patched": (request.getfixturevalue("patched"), False)}
@@ -410,15 +450,14 @@ def suite_outcomes(request: Any, root: Path, workdir: Path) -> suites.Comparison
         probes = [{"wrapped": wrapped, "checks": False} for wrapped in (True, False)]
     for (tree, guard), expected in zip(setups.values(), probes):
         env = suites.environment(guard, tree.parent)
-        done = run(sys.executable, "-m", *PROBE, env=env, cwd=REPO)
+        done = run(sys.executable, "-m", *PROBE, env=env, cwd=REPO / "test")
         assert json.loads(done.stdout) == expected
-    skip, out = tuple(junit_prefix(t) for t in TESTS), workdir / request.param
-    found = suites.compare(setups, suites.DEFAULT_SUITES, OPTIONS.workers, out, skip)
+    skip, out = tuple(junit_prefix(t) for t in facts().tests), workdir / request.param
+    found = suites.compare(setups, suites.DEFAULT_SUITES, options().workers, out, skip)
     print("\n" + found.report)
     return found
 
 
-@pytest.mark.skipif(not OPTIONS.suites, reason="needs --suites")
 @pytest.mark.parametrize("suite", suites.DEFAULT_SUITES)
 def test_upstream_suites_give_the_same_outcomes(
     suite: str, suite_outcomes: Any
@@ -433,12 +472,17 @@ def test_upstream_suites_give_the_same_outcomes(
 def upstream(workdir: Path) -> Path:
     """--ref's versions of the files that the series touches, and of the lint config, in a
     new repository: the fetched snapshot lacks a few blobs, so git cannot write --ref's tree."""
-    if not OPTIONS.upstream_git:
+    if not options().upstream_git:
         pytest.skip("needs --upstream-git")
-    paths = {f.path for p in PATCHES for f in p.diff} | {"pytest.ini", *LINT_FILES}
-    source = ("git", "--git-dir", OPTIONS.upstream_git)
-    listed = run(*source, "ls-tree", "-r", "--name-only", OPTIONS.ref, "--", *paths)
-    archive = [*source, "archive", OPTIONS.ref, "--", *listed.stdout.split()]
+    paths = {f.path for p in facts().patches for f in p.diff} | {
+        "pytest.ini",
+        *LINT_FILES,
+    }
+    added = [Path(f.path) for p in facts().patches for f in p.diff if f.is_added_file]
+    paths |= {str(path.parent / name) for path in added for name in BUCK_FILES}
+    source = ("git", "--git-dir", options().upstream_git)
+    listed = run(*source, "ls-tree", "-r", "--name-only", options().ref, "--", *paths)
+    archive = [*source, "archive", options().ref, "--", *listed.stdout.split()]
     tar = subprocess.run(archive, capture_output=True, check=True).stdout
     (folder := workdir / "upstream").mkdir()
     subprocess.run(["tar", "-x", "-C", str(folder)], input=tar, check=True)
@@ -466,7 +510,6 @@ def changed(am: Path, kind: str = "AM") -> list[str]:
     return git(am, "diff", "--name-only", f"--diff-filter={kind}", series.BASE).split()
 
 
-@pytest.mark.parametrize("patch", PATCHES, ids=NAMES)
 def test_each_patch_applies_alone_to_main(patch: Patch, upstream: Path) -> None:
     assert series.git_apply(upstream, [patch.path], "--check") is None
 
@@ -501,22 +544,20 @@ def test_pytest_collects_the_series_tests_as_upstream_ci(
         assert done.returncode in (0, 2) and " collected" in done.stdout, done.stderr
         found[state] = done.stdout
     errors = [set(re.findall(r"^ERROR (\S+)", text, re.M)) for text in found.values()]
-    whole = [re.findall(r"(\S+\.py)(?:\s|$)", c) for c in COMMANDS]  # files run whole
-    missing = [t for t in TESTS if t not in found["patched"]]
+    whole = [
+        re.findall(r"(\S+\.py)(?:\s|$)", c) for c in facts().commands
+    ]  # files run whole
+    missing = [t for t in facts().tests if t not in found["patched"]]
     missing = [t for t in missing if not any(t.split("::")[0] in w for w in whole)]
     assert not errors[1] - errors[0] and not missing, (errors, missing)
 
 
-def test_buck_targets_own_the_files_and_their_imports(am: Path, workdir: Path) -> None:
-    added, modified = changed(am, "A"), changed(am, "M")
-    for path in added + modified:
-        (workdir / "buck" / path).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(am / path, workdir / "buck" / path)
-    main = buck.Tree.from_git(OPTIONS.upstream_git, OPTIONS.ref)
-    patched = buck.Tree.from_git(OPTIONS.upstream_git, OPTIONS.ref, workdir / "buck")
-    found = buck.check(patched, main, added, modified)
-    print("\n" + "\n".join(found.info))
-    assert not found.problems
+def test_each_python_file_added_is_named_in_its_folder_s_buck(am: Path) -> None:
+    """Meta imports every PR into Buck, where a file in no target breaks the build."""
+    for path in (Path(p) for p in changed(am, "A") if p.endswith(".py")):
+        files = [am / path.parent / name for name in BUCK_FILES]
+        texts = [file.read_text() for file in files if file.exists()]
+        assert any(path.name in text for text in texts), path
 
 
 def test_upstream_linters_report_nothing(am: Path, workdir: Path) -> None:
@@ -524,7 +565,7 @@ def test_upstream_linters_report_nothing(am: Path, workdir: Path) -> None:
     lint workflow installs them, `lintrunner init` the linters), on each file that the
     series adds or changes; ETCAPITAL's and TORCH_AO_IMPORT's Perl patterns, which
     upstream's adapter runs with `grep -E` (they never match there), also as meant."""
-    if not OPTIONS.lint:
+    if not options().lint:
         pytest.skip("needs --lint")
     import tomllib  # Python 3.11; only the maintainers' full check gets here
 
@@ -555,18 +596,17 @@ def test_upstream_linters_report_nothing(am: Path, workdir: Path) -> None:
     assert (done.returncode, messages, meant) == (0, [], [])
 
 
-@pytest.mark.parametrize("workflow", WORKFLOWS)
 def test_actionlint_finds_nothing_new_in(
     workflow: str, am: Path, workdir: Path
 ) -> None:
-    if not OPTIONS.actionlint:
+    if not options().actionlint:
         pytest.skip("needs --actionlint")
     found = {}
     main = git(am, "show", f"{series.BASE}:{workflow}")
     for state, text in (("main", main), ("patched", (am / workflow).read_text())):
         (workdir / state / workflow).parent.mkdir(parents=True, exist_ok=True)
         (workdir / state / workflow).write_text(text)
-        done = run(*shlex.split(OPTIONS.actionlint), workflow, cwd=workdir / state)
+        done = run(*shlex.split(options().actionlint), workflow, cwd=workdir / state)
         print(f"\n{state}: exit {done.returncode}\n{done.stdout}{done.stderr}")
         problems = [x.split(": ", 1)[-1] for x in done.stdout.splitlines() if ": " in x]
         found[state] = done.returncode, sorted(problems)  # without places
@@ -578,7 +618,7 @@ def main(argv: list[str]) -> int:
     args = arguments(argv)
     env = {**os.environ, "UPSTREAM_CHECK": shlex.join(argv)}
     with tempfile.TemporaryDirectory(prefix="upstream-check-") as tmp:
-        command = [sys.executable, "-m", "pytest", __file__, "-v", "-s", "-rfEs"]
+        command = [sys.executable, "-m", "pytest", __file__, "-v", "-s", "-rA"]
         command += ["-p", "no:cacheprovider", "-p", "no:xdist", "--tb=short"]
         command += [f"--basetemp={tmp}/t", "-k", args.k]
         pipe, both = subprocess.PIPE, subprocess.STDOUT
@@ -595,8 +635,11 @@ def main(argv: list[str]) -> int:
 
 
 def report(args: argparse.Namespace, argv: list[str], output: str, tmp: str) -> str:
-    """The run as markdown, without this machine's paths."""
-    blobs = [(p.name, run("git", "hash-object", p.path).stdout[:12]) for p in PATCHES]
+    """The run as markdown, without this machine's paths: its tables (the sizes, the suites)
+    and pytest's summary, a line for each check."""
+    blobs = [
+        (p.name, run("git", "hash-object", p.path).stdout[:12]) for p in facts().patches
+    ]
     places = {tmp: "<tmp>", sysconfig.get_path("purelib"): "<site-packages>"}
     places |= {str(REPO): ".", args.upstream_git: "<pytorch/executorch>"}
     places |= {sysconfig.get_path("stdlib"): "<stdlib>", os.path.expanduser("~"): "~"}
@@ -608,7 +651,8 @@ def report(args: argparse.Namespace, argv: list[str], output: str, tmp: str) -> 
             f"{platform.python_version()}, executorch {version('executorch')}",
             f"- Command: `python -m upstream.check {shlex.join(argv)}`",
             "- Series: " + ", ".join(f"{name} ({blob})" for name, blob in blobs),
-            f"\n```\n{output}```\n",
+            f"\n```\n{''.join(re.findall(SUMMARY, output, re.M))}",
+            output.rstrip().rpartition("\n")[2] + "\n```\n",  # its outcome
         ]
     )
     for path, name in places.items():

@@ -5,20 +5,18 @@
 # LICENSE file in the root directory of this source tree.
 
 """pytest on upstream ExecuTorch's own tests (the executorch wheel ships them) and on patched
-copies, each forked from one interpreter that has imported torch; compared for --suites."""
+copies, each run a fresh `python -m`, each test of a pytest run in a child forked after its
+collection imported torch and ExecuTorch (pytest-forked), so that a crash fails one test;
+compared for --suites."""
 
 import importlib.util
-import json
 import os
-import runpy
-import signal
 import subprocess
 import sys
-import sysconfig
 import time
-import traceback
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -43,7 +41,7 @@ DEFAULT_SUITES = (
 )
 OUTCOMES = ("passed", "failed", "error", "skipped")  # the order of counts
 WORSE = ("passed", "skipped", "failed", "error")
-TIMEOUT = 1800.0  # seconds for one run
+TIMEOUT = 1800  # seconds for one test
 
 
 class Run(NamedTuple):
@@ -65,8 +63,8 @@ class Run(NamedTuple):
 
 
 class Forked(NamedTuple):
-    """`python -m ARGV` in a forked child, in SITE/executorch (the repository's layout),
-    with `site` first on sys.path, the guard on if `guard`, its children's too."""
+    """`python -m ARGV` in SITE/executorch (the repository's layout), with `site` first on
+    sys.path and test/ (children.py) last, the guard on if `guard`."""
 
     site: Path
     argv: list[str]
@@ -111,130 +109,41 @@ def parse_junit(path: Path) -> tuple[dict[str, str], dict[str, str]]:
 def pytest_run(
     tree: Path, tests: Sequence[str], out: Path, guard: bool = False, workers: int = 0
 ) -> Forked:
-    """A forked pytest run of `tests`, relative to `tree`, an executorch folder, its junit
-    OUT.xml: no ini file, importlib's import mode (upstream's test files share basenames)."""
-    args = ["pytest", "-c", os.devnull, "--rootdir", str(tree), "-q", "-rA"]
+    """A pytest run of `tests`, relative to `tree`, an executorch folder, its junit OUT.xml:
+    no ini file, importlib's import mode (upstream's test files share basenames)."""
+    args = ["pytest", "-c", os.devnull, "--rootdir", str(tree), "-q", "-rA", "--forked"]
+    args += [f"--timeout={TIMEOUT}", "-o", "timeout_func_only=true"]  # in the fork
     args += ["--import-mode=importlib", "-p", "no:cacheprovider", "-p", "no:warnings"]
     args += [f"--junitxml={out}.xml", *["-n", str(workers)] * bool(workers)]
     args += [str(tree / test) for test in tests]
     return Forked(tree.parent, args, out.name, guard)
 
 
-def serve(workers: int, preload: Sequence[str]) -> None:
-    """run_forked's server: pytest and torch imported, and `preload` from the runs' one
-    site, but not pytest's plugins (xdist's keeps sys.path as it was, for its workers)."""
-    import pytest  # noqa: F401
-    import torch
-
-    runs = json.load(sys.stdin)
-    try:
-        assert not preload or len({run[0] for run in runs}) == 1, "one site to preload"
-        sys.path[:0] = [runs[0][0]] if preload else []
-        for module in preload:
-            __import__(module)
-        assert not torch.cuda.is_initialized(), f"CUDA started, importing {preload}"
-    except BaseException:  # no child runs: each run's log says why
-        for _, _, log, _ in runs:
-            Path(log).write_text(traceback.format_exc())
-        raise
-    children: dict[int, tuple[int, float]] = {}
-
-    def reap() -> None:
-        pid, status = os.wait()
-        index, started = children.pop(pid)
-        done = [index, os.waitstatus_to_exitcode(status), time.monotonic() - started]
-        print(json.dumps(done), flush=True)
-
-    for index, forked in enumerate(runs):
-        if len(children) == workers:
-            reap()
-        if (pid := os.fork()) == 0:
-            _child(*forked)
-        children[pid] = index, time.monotonic()
-    while children:
-        reap()
-
-
-def _child(site: str, argv: list[str], log: str, guard: bool) -> None:
-    """One run, as `python -m` runs it in the repository's root. A run whose ExecuTorch
-    modules came from outside `site` exits 3, as pytest on an internal error: incomplete."""
-    status = 3
-    try:
-        signal.alarm(int(TIMEOUT))
-        del os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"]
-        if site == sysconfig.get_path("purelib"):  # the installed release: no bytecode
-            sys.dont_write_bytecode = True
-            os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
-        os.environ.update(environment(guard, Path(site)))
-        os.chdir(os.path.join(site, "executorch"))
-        sys.path[:0] = [os.getcwd(), *[site] * (site not in sys.path)]
-        out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.dup2(out, 1)
-        os.dup2(out, 2)
-        if guard:  # the server's is off
-            import executorch_device_guard
-
-            executorch_device_guard.install()
-        sys.argv = list(argv)
-        try:
-            runpy.run_module(argv[0], run_name="__main__", alter_sys=True)
-            status = 0
-        except SystemExit as done:
-            code = done.code
-            status = code if isinstance(code, int) else int(code is not None)
-        except BaseException:  # as the interpreter reports an uncaught error
-            traceback.print_exc()
-            status = 1
-        ours = [
-            m for n, m in sys.modules.copy().items() if n.split(".")[0] == "executorch"
-        ]
-        files = [f for m in ours if (f := getattr(m, "__file__", None))]
-        outside = [f for f in files if not f.startswith(site + os.sep)]
-        if outside:
-            print(f"executorch imported from outside {site}: {outside[:3]}")
-            status = 3
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(status)
-
-
-def run_forked(
-    runs: Sequence[Forked],
-    workers: int,
-    timeout: float,
-    workdir: Path,
-    preload: Sequence[str] = (),
-) -> list[Run]:
-    """Each run in a child forked from one interpreter that has imported torch (serve):
-    4 to 5 s of CPU less than a fresh one each. `timeout` is for all of them; at its end
-    every child is killed. A run gives outcomes where it asks pytest for a junit. The server
-    starts without the guard; a guarded run's child installs it (`preload`, re-exports too)."""
+def run_forked(runs: Sequence[Forked], workers: int, workdir: Path) -> list[Run]:
+    """The runs, `workers` at a time; a run gives outcomes where it asks pytest for a junit."""
     workdir.mkdir(parents=True, exist_ok=True)
-    logs = [workdir / f"{r.name}.log" for r in runs]
-    order = [(str(r.site), r.argv, str(log), r.guard) for r, log in zip(runs, logs)]
-    env = {**os.environ, "EXECUTORCH_DEVICE_GUARD": "0"}
-    # is_available() asks NVML in the server, so that CUDA starts in the children only
-    env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
-    command = [sys.executable, "-m", "upstream.suites", str(max(workers, 1)), *preload]
-    repo, pipe = Path(__file__).resolve().parents[1], subprocess.PIPE
-    with subprocess.Popen(
-        command, cwd=repo, env=env, stdin=pipe, stdout=pipe, start_new_session=True
-    ) as server:
-        try:
-            stdout, _ = server.communicate(json.dumps(order).encode(), timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            stdout, _ = server.communicate()
-    done = {i: (code, s) for i, code, s in map(json.loads, stdout.splitlines())}
-    results = []
-    for i, log in enumerate(logs):
-        text = log.read_text(errors="replace") if log.exists() else "not started"
+    tests = str(Path(__file__).resolve().parents[1] / "test")
+
+    def one(forked: Forked) -> Run:
+        env = environment(forked.guard, forked.site)
+        env["PYTHONPATH"] += os.pathsep + tests
+        # is_available() asks NVML, so that CUDA starts in the forks only
+        env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+        log, started = workdir / f"{forked.name}.log", time.monotonic()
+        with log.open("w") as out:
+            done = subprocess.run(
+                [sys.executable, "-m", *forked.argv],
+                cwd=forked.site / "executorch",
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
         found = parse_junit(log.with_suffix(".xml"))
-        results.append(Run(*found, *done.get(i, (-1, timeout)), text))
-    return results
+        text = log.read_text(errors="replace")
+        return Run(*found, done.returncode, time.monotonic() - started, text)
+
+    with ThreadPoolExecutor(max(workers, 1)) as pool:
+        return list(pool.map(one, runs))
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -267,7 +176,7 @@ def compare(
         for name, (tree, guard) in setups.items():
             out = workdir / f"suite{i}-{name}"
             runs.append(pytest_run(tree, suite.split(","), out, guard, workers))
-    done = run_forked(runs, 1, TIMEOUT * len(runs), workdir)
+    done = run_forked(runs, 1, workdir)
     found, not_passed, (a, b) = Comparison([], [], [], ""), [], setups
     for suite, pair in zip(suites, zip(done[::2], done[1::2])):
         for name, run in zip(setups, pair):
@@ -298,7 +207,3 @@ def compare(
     ):
         lines += [f"\n{title}:\n", *(f"- {line}" for line in items)] if items else []
     return found._replace(report="\n".join(lines))
-
-
-if __name__ == "__main__":  # run_forked's server: WORKERS [MODULE ...]
-    serve(int(sys.argv[1]), sys.argv[2:])
