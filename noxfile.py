@@ -48,9 +48,8 @@ COMPAT = (
     ("1.5.1", "2.15.0", "0.18.0"),
 )
 SHIPPED_FLATC = ("1.0.0", "1.0.1", "1.1.0", "1.2.0", "1.3.1")  # ship it, do not find it
-RESULTS = Path(
-    "test/compat/RESULTS.md"
-)  # a row per run, kept until its session runs again
+# A row per run, kept until its session runs again.
+RESULTS = Path("test/compat/RESULTS.md")
 PYTEST = ("pytest", "-n", "2", "-rs")
 
 
@@ -130,15 +129,8 @@ def write_row(release: str, torch: str, flatc: str, status: str, junit: Path) ->
     checked = f"{cases.count('ok')} of {len(cases)} ok" if cases else "did not run"
     outcomes, messages = parse_junit(junit)
     counts, day = Run(outcomes, messages).counts, f"{date.today():%Y-%m-%d}"
-    cells = [
-        release,
-        torch,
-        flatc,
-        "; ".join([guarded, *skipped]),
-        checked,
-        counts,
-        day,
-    ]
+    guarded_cell = "; ".join([guarded, *skipped])
+    cells = [release, torch, flatc, guarded_cell, checked, counts, day]
     lines = RESULTS.read_text().splitlines() if RESULTS.exists() else []
     rows = [
         [c.strip() for c in x.strip("|").split("|")] for x in lines if x[:2] == "| "

@@ -21,11 +21,8 @@ from pathlib import Path
 from guard import RELEASE
 
 HERE = Path(__file__).resolve().parent
-CRASH, PASSES, SKIPS = (
-    ("error", "CRASHED with signal 11"),
-    ("passed", ""),
-    ("skipped", ""),
-)
+CRASH = ("error", "CRASHED with signal 11")
+PASSES, SKIPS = ("passed", ""), ("skipped", "")
 WORSE = ("passed", "skipped", "failure", "error")
 # Test -> (its outcome in pytest's junit without the guard, text in its message).
 UNGUARDED = {
