@@ -4,9 +4,8 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""The repository's sessions, each in a fresh virtualenv; arguments after -- go to the script.
-torch is pinned: from the public index on Linux, an unpinned torch is the CUDA build of
-several GB. pip, not uv: uv ignores pip's configuration."""
+"""The repository's sessions, each in a fresh virtualenv (pip's, which reads pip's config);
+torch is pinned: on Linux an unpinned torch is the CUDA build of several GB."""
 
 import os
 import re
@@ -25,7 +24,6 @@ nox.options.default_venv_backend = "virtualenv"
 nox.options.sessions = ["lint", "tests"]
 
 TORCH, BASE = "torch==2.13.0", f"executorch=={BASE_RELEASE}"
-OTHER_RELEASE = "1.4.1"  # the newest before BASE_RELEASE's minor
 # The tests whose outcome depends on the ExecuTorch release; test_activation's installs run
 # on BASE_RELEASE only.
 RELEASE_TESTS = tuple(
@@ -34,19 +32,12 @@ RELEASE_TESTS = tuple(
 # (executorch, torch, torchao): the newest torch and torchao that each release allows and pip
 # finds; 1.5.1, which declares no torch requirement, with each newer torch too. torch 2.15.0
 # is over the cap of these machines' pip configuration: `PIP_CONSTRAINT=EMPTY_FILE nox ...`.
-COMPAT = (
-    ("1.0.0", "2.9.1", "0.14.0"),
-    ("1.0.1", "2.9.1", "0.14.0"),
-    ("1.1.0", "2.13.0", "0.15.0"),
-    ("1.2.0", "2.13.0", "0.18.0"),
-    ("1.3.1", "2.13.0", "0.18.0"),
-    ("1.4.0", "2.13.0", "0.18.0"),
-    ("1.4.1", "2.13.0", "0.18.0"),
-    ("1.5.0", "2.13.0", "0.18.0"),
-    ("1.5.1", "2.13.0", "0.18.0"),
-    ("1.5.1", "2.14.1", "0.18.0"),
-    ("1.5.1", "2.15.0", "0.18.0"),
-)
+COMPAT = [(release, "2.9.1", "0.14.0") for release in ("1.0.0", "1.0.1")]
+COMPAT += [("1.1.0", "2.13.0", "0.15.0")]
+COMPAT += [
+    (r, "2.13.0", "0.18.0") for r in ("1.2.0", "1.3.1", "1.4.0", "1.4.1", "1.5.0")
+]
+COMPAT += [("1.5.1", torch, "0.18.0") for torch in ("2.13.0", "2.14.1", "2.15.0")]
 SHIPPED_FLATC = ("1.0.0", "1.0.1", "1.1.0", "1.2.0", "1.3.1")  # ship it, do not find it
 # A row per run, kept until its session runs again.
 RESULTS = Path("test/compat/RESULTS.md")
@@ -71,18 +62,15 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Every test on BASE_RELEASE, then the series' check there (upstream/check.py), then
-    RELEASE_TESTS on OTHER_RELEASE, in one environment: torch, the same pin for both, is
-    installed once. CUDA tests skip without a GPU."""
+    """Every test on BASE_RELEASE, then the series' check there (upstream/check.py); the
+    other releases are `compat`'s. CUDA tests skip without a GPU."""
     install(session, TORCH, BASE, "-e", ".[test]")
     session.run(*PYTEST, *session.posargs)
     session.run("python", "-m", "upstream.check")
-    install(session, TORCH, f"executorch=={OTHER_RELEASE}")
-    session.run(*PYTEST, *RELEASE_TESTS, *session.posargs)
 
 
 @nox.session
-@nox.parametrize(("executorch", "torch", "torchao"), list(COMPAT))
+@nox.parametrize(("executorch", "torch", "torchao"), COMPAT)
 def compat(session: nox.Session, executorch: str, torch: str, torchao: str) -> None:
     """The release's self-check and tests: its row in RESULTS, in place of its last one."""
     pins = (f"torch=={torch}", f"torchao=={torchao}", f"executorch=={executorch}")
@@ -117,38 +105,37 @@ project's 2-core x86_64 CPU machine, Python 3.11; no GPU, so CUDA tests skip.
 
 
 def write_row(release: str, torch: str, flatc: str, status: str, junit: Path) -> None:
-    """RESULTS with this run's row, and its tests that did not pass with pytest's reason,
-    in place of the last run's."""
+    """RESULTS with this run's row in place of the last run's, and its tests that did not pass,
+    with pytest's reason, each line of those naming the runs where it holds."""
     site = r"^  (guarded|SKIPPED)  executorch\.\S+?(\w+)(?::\s+(.*))?$"
     sites = re.findall(site, status, re.M)
     skipped = [f"`{name}`: {why}" for state, name, why in sites if state == "SKIPPED"]
     missing = re.findall(r"^not importable: executorch\.(\S+) \((.*)\)$", status, re.M)
     skipped += [f"`{module}` not importable: {why}" for module, why in missing]
-    guarded = f"{sum(s == 'guarded' for s, _, _ in sites)} of {len(sites)}"
+    count = f"{sum(s == 'guarded' for s, _, _ in sites)} of {len(sites)}"
     cases = re.findall(r"^  (ok|FAIL) +\S", status, re.M)
     checked = f"{cases.count('ok')} of {len(cases)} ok" if cases else "did not run"
     outcomes, messages = parse_junit(junit)
     counts, day = Run(outcomes, messages).counts, f"{date.today():%Y-%m-%d}"
-    guarded_cell = "; ".join([guarded, *skipped])
-    cells = [release, torch, flatc, guarded_cell, checked, counts, day]
+    guarded = "; ".join([count, *skipped])
+    cells = [release, torch, flatc, guarded, checked, counts, day]
     lines = RESULTS.read_text().splitlines() if RESULTS.exists() else []
     rows = [
         [c.strip() for c in x.strip("|").split("|")] for x in lines if x[:2] == "| "
     ]
     rows = [r for r in rows[2:] if r[:2] != cells[:2]] + [cells]
-    notes = [
-        x for x in lines if x[:2] == "- " and not x.startswith(f"- {release} ({torch})")
-    ]
-    notes += [
-        f"- {release} ({torch}): `{test}`: {outcome}: {messages[test]}"
-        for test, outcome in outcomes.items()
-        if outcome != "passed"
-    ]
-    text = INTRO + table(
-        HEADERS, sorted(rows, key=lambda r: (numbers(r[0]), numbers(r[1])))
-    )
-    text += "\n\nNot passed, with pytest's reason:\n\n" + "\n".join(
-        sorted(notes, key=numbers)
+    this, notes = f"{release} ({torch})", {}
+    for runs, note in (x[2:].split(": `", 1) for x in lines if x[:2] == "- "):
+        notes[note] = [run for run in runs.split(", ") if run != this]
+    for test, outcome in outcomes.items():
+        if outcome != "passed":
+            notes.setdefault(f"{test}`: {outcome}: {messages[test]}", []).append(this)
+    rows.sort(key=lambda r: (numbers(r[0]), numbers(r[1])))
+    text = INTRO + table(HEADERS, rows) + "\n\nNot passed, with pytest's reason:\n\n"
+    text += "\n".join(
+        f"- {', '.join(sorted(runs, key=numbers))}: `{note}"
+        for note, runs in sorted(notes.items())
+        if runs
     )
     RESULTS.write_text(text + "\n")
 
@@ -179,4 +166,4 @@ def mutations(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """bench/bench.py on the series' base release; installed as pip does (it times imports)."""
     session.install(TORCH, BASE, "-e", ".")
-    session.run("python", "bench/bench.py", *session.posargs)
+    session.run("python", "bench/bench.py")

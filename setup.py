@@ -4,9 +4,8 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""Builds executorch-device-guard: maps the top-level exir/ folder to the import package
-executorch_device_guard, as ExecuTorch's setup.py maps exir/ to executorch.exir, and puts the
-one-line startup file that activates the guard in every Python process next to the package."""
+"""Builds executorch-device-guard: exir/ is the import package executorch_device_guard, and
+the one-line startup file that activates the guard in every Python process lies beside it."""
 
 from pathlib import Path
 
@@ -30,11 +29,8 @@ class BuildPy(build_py):
 
 
 class EditableWheel(editable_wheel):
-    # setuptools' editable wheel keeps only the package mapping of build_py's files and offers
-    # no public hook to add one (hatchling ships a .pth, but cannot map exir/ to another name
-    # in editable mode): hence its private _install_namespaces, which writes into the wheel's
-    # root, as labscript-utils overrides the private _create_wheel_file for its .pth. A
-    # setuptools without it fails test_activation's editable install, which CI runs.
+    # setuptools offers no public hook for a file in an editable wheel's root: its private
+    # _install_namespaces writes there. Without it, test_activation's editable install fails.
     def _install_namespaces(self, installation_dir: str, pth_prefix: str) -> None:
         super()._install_namespaces(installation_dir, pth_prefix)
         Path(installation_dir, PTH_NAME).write_text(PTH_LINE)

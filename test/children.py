@@ -71,9 +71,10 @@ def meta_model() -> None:
     ).to_executorch()
 
 
-def messages() -> dict[str, str]:
-    """The error that each raising site gives: for meta tensors, for tensors in device memory
-    simulated on the CPU, and for lowering a program exported with fake cpu or cuda inputs."""
+def messages() -> dict[str, Any]:
+    """The probe, and the error that each raising site gives: for meta tensors, for tensors in
+    device memory simulated on the CPU, and for lowering a program exported with fake cpu or
+    cuda inputs."""
     import torch
     from executorch.backends.vulkan.serialization.vulkan_graph_builder import (
         VkGraphBuilder,
@@ -160,7 +161,7 @@ def messages() -> dict[str, str]:
             f"to_executorch unvalidated, {device}",
             lambda edge=unvalidated: edge().to_executorch(),
         )
-    return found
+    return {"probe": probe(), "errors": found}
 
 
 def cuda_portable() -> None:

@@ -6,7 +6,8 @@
 
 """Without the guard, the package's device tests fail as ExecuTorch does today, so each of
 them can fail: test_device_sites.py runs in a pytest with EXECUTORCH_DEVICE_GUARD=0, each
-test in a child forked after collection imported ExecuTorch (pytest-forked), where it must
+test in a child forked after collection imported ExecuTorch (pytest-forked; with CUDA hidden,
+which cannot start again in a fork and which these tests do not use), where it must
 crash (SIGSEGV) or fail with the installed release's error; those that check what must keep
 working pass either way, and a test that does not apply to the release skips both ways."""
 
@@ -51,7 +52,7 @@ if RELEASE < (1, 2):  # test_device_sites.py skips them, guard or not
 
 class TestUnguardedSites(unittest.TestCase):
     def test_every_device_test_fails_or_crashes_without_the_guard(self) -> None:
-        env = {**os.environ, "EXECUTORCH_DEVICE_GUARD": "0"}
+        env = {**os.environ, "EXECUTORCH_DEVICE_GUARD": "0", "CUDA_VISIBLE_DEVICES": ""}
         with tempfile.TemporaryDirectory() as tmp:
             junit = Path(tmp, "unguarded.xml")
             command = [sys.executable, "-m", "pytest", "--forked", "-p", "no:xdist"]

@@ -4,21 +4,12 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""The series' patch files are the source, edited as commits in an ExecuTorch checkout.
-
-    python -m upstream.series apply CHECKOUT REF  # branch device-guard at REF, `git am`
-    # edit, test and commit there (`git commit --amend`, `git rebase -i device-guard-base`)
-    python -m upstream.series export CHECKOUT     # `git format-patch` it into upstream/
-    python -m upstream.series copy DEST [-- OPT]  # DEST/executorch: the installed release
-                                                  # with every patch applied (git apply OPT)
-
---followup does the same on branch device-guard-followup for upstream/followup/, the patches
-that need an upstream issue first. `apply` tags REF as device-guard-base, so that `export`
-writes the commits above it and nothing else; it refuses a branch that exists. Each commit
-message is its PR text. A patch keeps its file name while its subject stays. Export ignores
-the user's and the system's git config, and `--zero-commit`, `--no-signature` and 12-digit
-hashes keep the files free of local commit ids and of the git version.
-"""
+"""The series' patch files are the source, edited as commits in an ExecuTorch checkout
+(README.md, Upstream): `apply CHECKOUT REF` branches device-guard at REF (tagged
+device-guard-base) and runs `git am`; `export CHECKOUT` writes the commits above the tag back
+with `git format-patch`, free of local commit ids and the git version; `copy DEST [-- OPT]`
+makes DEST/executorch, the installed release with every patch applied. --followup does the
+same for upstream/followup/ on branch device-guard-followup."""
 
 import argparse
 import email
