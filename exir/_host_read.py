@@ -10,10 +10,17 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
-# The way out at each kind of site, as the series words it.
+# What the series says after where the tensor is, at each kind of site.
 MOVE_PROGRAM = "Call torch.export.passes.move_to_device_pass(exported_program, 'cpu') before lowering"
 CONSTANT_METHODS = "Pass host tensors in constant_methods"
 BUNDLED = "Pass host tensors to MethodTestCase"
+NO_DATA = "A meta or fake tensor holds no data"
+
+
+def what_to_do(device: torch.device, way_out: str) -> str:
+    """The way out of device memory at a site, unless the storage is on meta, which holds no
+    data to move."""
+    return NO_DATA if device.type == "meta" else way_out
 
 
 def host_read_message(
@@ -21,16 +28,13 @@ def host_read_message(
     shape: Sequence[int],
     dtype: torch.dtype,
     device: torch.device,
-    way_out: str,
+    what_to_do: str,
 ) -> str:
     """The series' message where a host read of tensor bytes meets a storage off the host:
     `subject` names the tensor as the series' code at that site does ("Constant 'p_0_weight'",
-    "XNNPACK constant '0.weight'", "Bundled input 0 of test case 1 of method 'forward'")."""
-    if device.type == "meta":
-        where = "is a meta or fake tensor and holds no data"
-    else:
-        where = f"is on {device}, not in host memory. {way_out}"
-    return f"{subject} (shape {list(shape)}, dtype {dtype}) {where}."
+    "XNNPACK constant 'p_0_weight'", "Bundled input 0 of test case 1 of method 'forward'"),
+    then what to do."""
+    return f"{subject} (shape {list(shape)}, dtype {dtype}) is on {device}, not in host memory. {what_to_do}."
 
 
 def device_note(graph_modules: Iterable[torch.fx.GraphModule]) -> str:

@@ -32,6 +32,7 @@ from ._host_read import (
     MOVE_PROGRAM,
     device_note,
     host_read_message,
+    what_to_do,
 )
 
 Original = Callable[..., Any]
@@ -47,13 +48,24 @@ def emitter_constant(
         device = spec.storage.device
         if device.type != "cpu" and spec.allocated_memory != 0:
             method = _constant_method.get()
-            name = method if method is not None else self.node.name
-            way_out = CONSTANT_METHODS if method is not None else MOVE_PROGRAM
-            raise InternalError(
-                host_read_message(
-                    f"Constant {name!r}", spec.shape, spec.dtype, device, way_out
+            if method is not None:
+                raise InternalError(
+                    host_read_message(
+                        f"Constant {method!r}",
+                        spec.shape,
+                        spec.dtype,
+                        device,
+                        CONSTANT_METHODS,
+                    )
                 )
+            message = host_read_message(
+                f"Constant {self.node.name!r}",
+                spec.shape,
+                spec.dtype,
+                device,
+                what_to_do(device, MOVE_PROGRAM),
             )
+            raise InternalError(self._emit_node_specific_error(self.node, message))
     return original(self, spec, *args, **kwargs)
 
 
@@ -103,9 +115,13 @@ def bundled_values(original: Original, self: Any, *args: Any, **kwargs: Any) -> 
             if device.type != "cpu" and tensor.numel() != 0:
                 name = f"Bundled {kind} {position} of test case {case} of method {method!r}"
                 message = host_read_message(
-                    name, tensor.shape, tensor.dtype, device, BUNDLED
+                    name,
+                    tensor.shape,
+                    tensor.dtype,
+                    device,
+                    what_to_do(device, BUNDLED),
                 )
-                raise InternalError(message)
+                raise RuntimeError(message)
     return original(self, *args, **kwargs)
 
 
@@ -125,12 +141,13 @@ def xnnpack_constant(original: Original, exp_prog: Any, node: Any) -> Any:
     if isinstance(tensor, torch.Tensor):
         device = tensor.untyped_storage().device
         if device.type != "cpu" and tensor.numel() != 0:
-            from executorch.backends.xnnpack.utils.utils import get_tensor_name
-
-            name = f"XNNPACK constant {get_tensor_name(exp_prog, node)!r}"
-            raise InternalError(
+            raise RuntimeError(
                 host_read_message(
-                    name, tensor.shape, tensor.dtype, device, MOVE_PROGRAM
+                    f"XNNPACK constant {node.name!r}",
+                    tensor.shape,
+                    tensor.dtype,
+                    device,
+                    what_to_do(device, MOVE_PROGRAM),
                 )
             )
     return tensor
@@ -140,11 +157,14 @@ def vulkan_constant(original: Original, self: Any, node: Any) -> Any:
     tensor = original(self, node)
     device = tensor.untyped_storage().device
     if device.type != "cpu" and tensor.numel() != 0:
-        from executorch.backends.vulkan.utils import get_tensor_name
-
-        name = f"Vulkan constant {get_tensor_name(self.program, node)!r}"
-        raise InternalError(
-            host_read_message(name, tensor.shape, tensor.dtype, device, MOVE_PROGRAM)
+        raise RuntimeError(
+            host_read_message(
+                f"Vulkan constant {node.name!r}",
+                tensor.shape,
+                tensor.dtype,
+                device,
+                what_to_do(device, MOVE_PROGRAM),
+            )
         )
     return tensor
 

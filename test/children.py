@@ -177,9 +177,12 @@ def cuda_portable() -> None:
     ).to_executorch()
 
 
-def cuda_xnnpack() -> None:
-    """The same, to XNNPACK."""
+def cuda_delegated(backend: str) -> None:
+    """The same, lowered to XNNPACK or Vulkan, as the follow-ups' repros do."""
     import torch
+    from executorch.backends.vulkan.partitioner.vulkan_partitioner import (
+        VulkanPartitioner,
+    )
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
         XnnpackPartitioner,
     )
@@ -187,10 +190,9 @@ def cuda_xnnpack() -> None:
     from models import linear
     from torch.export import export
 
+    partitioner = {"xnnpack": XnnpackPartitioner, "vulkan": VulkanPartitioner}[backend]
     program = export(linear().cuda(), (torch.ones(2, 4).cuda(),))
-    to_edge_transform_and_lower(
-        program, partitioner=[XnnpackPartitioner()]
-    ).to_executorch()
+    to_edge_transform_and_lower(program, partitioner=[partitioner()])
 
 
 def cuda_constant_method() -> None:
@@ -232,7 +234,7 @@ CHILDREN: dict[str, Callable[..., object | None]] = {
         meta_model,
         messages,
         cuda_portable,
-        cuda_xnnpack,
+        cuda_delegated,
         cuda_constant_method,
         cuda_bundled,
         probe,

@@ -49,8 +49,8 @@ def cuda_values() -> tuple[list[torch.Tensor], list[torch.Tensor]]:
 
 @unittest.skipUnless(torch.cuda.is_available(), "needs a CUDA device")
 class TestCuda(unittest.TestCase):
-    def assert_crashes_unguarded(self, child: str) -> None:
-        status, _, stderr = children.run(child, guard=False)
+    def assert_crashes_unguarded(self, child: str, *args: str) -> None:
+        status, _, stderr = children.run(child, guard=False, args=args)
         self.assertEqual(status, SIGSEGV, stderr[-3000:])
 
     def test_cuda_portable_reproducer_crashes_unguarded_and_raises_guarded(
@@ -63,15 +63,17 @@ class TestCuda(unittest.TestCase):
         ):
             children.cuda_portable()
 
-    def test_cuda_xnnpack_crashes_unguarded_and_raises_guarded(self) -> None:
-        self.assert_crashes_unguarded("cuda_xnnpack")
-        with (
-            guard_set(True),
-            self.assertRaisesRegex(
-                InternalError, f"XNNPACK constant '0.weight' {ON_CUDA}"
-            ),
-        ):
-            children.cuda_xnnpack()
+    def test_cuda_delegated_crashes_unguarded_and_raises_guarded(self) -> None:
+        for backend, name in (("xnnpack", "XNNPACK"), ("vulkan", "Vulkan")):
+            with self.subTest(backend=backend):
+                self.assert_crashes_unguarded("cuda_delegated", backend)
+                with (
+                    guard_set(True),
+                    self.assertRaisesRegex(
+                        RuntimeError, f"^{name} constant 'p_0_weight' {ON_CUDA}"
+                    ),
+                ):
+                    children.cuda_delegated(backend)
 
     def test_cuda_constant_method_crashes_unguarded_and_raises_guarded(self) -> None:
         self.assert_crashes_unguarded("cuda_constant_method")
@@ -90,7 +92,7 @@ class TestCuda(unittest.TestCase):
         with (
             guard_set(True),
             self.assertRaisesRegex(
-                InternalError,
+                RuntimeError,
                 r"^Bundled input 0 of test case 0 of method 'forward' \(shape \[2, 4\], "
                 r"dtype torch.float32\) is on cuda:0, not in host memory\. Pass host "
                 r"tensors to MethodTestCase\.$",

@@ -112,8 +112,9 @@ class TestEmitter(unittest.TestCase):
             guard_set(True),
             self.assertRaisesRegex(
                 InternalError,
-                r"^Constant 'p_0_weight' \(shape \[3, 4\], dtype "
-                r"torch.float32\) is a meta or fake tensor and holds no data\.\n",
+                r"^Failed with error: Constant 'p_0_weight' \(shape \[3, 4\], dtype "
+                r"torch.float32\) is on meta, not in host memory\. A meta or fake tensor "
+                r"holds no data\.\n",
             ),
         ):
             children.meta_model()
