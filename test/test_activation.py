@@ -9,9 +9,9 @@
 The wheel and the editable install each go into a fresh virtual environment: the wheel guards
 every site and passes its self-check, whose children are guarded by the startup file alone; the
 editable install hooks interpreter start; pip uninstall takes the startup file away; interpreter
-start imports neither torch nor executorch, and reads the switch. In this process: the switch's
-values, install() and uninstall() restore what they change, and a changed ExecuTorch is left
-alone with one warning.
+start imports neither torch nor executorch, and reads the switch. In this process: startup()
+and the status line read each of the switch's values as _hook's rule says; install() and
+uninstall() restore what they change; a changed ExecuTorch is left alone with one warning.
 """
 
 import importlib
