@@ -35,7 +35,7 @@ HEADERS = ("measurement", "guarded", "unguarded", "ratio", "spread", "goal", "me
 def child(args: list[str], guard: bool) -> "subprocess.CompletedProcess[str]":
     """`python ARGS`: from the package's cached bytecode, as from a wheel."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["EXECUTORCH_DEVICE_GUARD"] = str(int(guard))
+    env[_hook.ENV_VAR] = str(int(guard))
     command = [sys.executable, *args]
     ran = subprocess.run(command, env=env, capture_output=True, text=True)
     if ran.returncode:

@@ -8,8 +8,9 @@
 
 Installing the package is enough: its startup line (executorch_device_guard.pth) calls
 _hook.startup() in every Python process, and the guard wires itself into ExecuTorch when the
-guarded modules are first imported. EXECUTORCH_DEVICE_GUARD=0 turns that off. This module is
-imported at interpreter start, so it imports nothing but _hook (os and sys); status() loads _patch.
+guarded modules are first imported. ENV_VAR, EXECUTORCH_DEVICE_GUARD, turns that off (_hook's
+docstring gives the rule). This module is imported at interpreter start, so it imports nothing
+but _hook (os and sys); status() loads _patch.
 """
 
 from ._hook import ENV_VAR, install, status, uninstall

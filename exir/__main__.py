@@ -10,9 +10,20 @@ import importlib
 import sys
 
 from . import __version__, status
-from ._hook import ENV_VAR
+from ._hook import ENV_VAR, OFF, turned_off
 from ._patch import MODULES
 from ._selfcheck import CASES, CUDA_CASES, cpu_program_failure, run_cases
+
+
+def headline(installed: bool) -> str:
+    """The status line: installed or not, and the switch's value where it turned the guard off."""
+    off = turned_off()
+    switch = (
+        f"{ENV_VAR}={off.strip()}"
+        if off is not None
+        else f"{ENV_VAR}={'/'.join(OFF)} turns it off"
+    )
+    return f"executorch-device-guard {__version__}: installed={installed} ({switch})"
 
 
 def main() -> int:
@@ -24,9 +35,7 @@ def main() -> int:
         except ImportError as e:  # a backend this ExecuTorch build lacks
             print(f"not importable: {module} ({e})")
     state = status()
-    print(
-        f"executorch-device-guard {__version__}: installed={state.installed} ({ENV_VAR}=0 turns it off)"
-    )
+    print(headline(state.installed))
     print(
         f"executorch {state.executorch_version}, torch {torch.__version__}, CUDA available: {torch.cuda.is_available()}"
     )

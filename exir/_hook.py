@@ -10,12 +10,18 @@ Runs at every interpreter start, so it imports nothing beyond sys and os: a meta
 waits for the first import of an ExecuTorch module and, for the modules in _patch.SITES, patches
 each right after it executes. _patch, which holds the table and does the wrapping, loads with
 the first executorch.* import; torch and executorch are imported by the user's code, never here.
+
+EXECUTORCH_DEVICE_GUARD (ENV_VAR) turns the guard off at interpreter start when its value is 0,
+false, off or no, in any case, surrounding whitespace ignored. Anything else leaves it on: unset,
+1, and the empty value too (a variable cleared, or filled from an empty setting): a guard against
+a crash stays on unless it is turned off by name.
 """
 
 import os
 import sys
 
 ENV_VAR = "EXECUTORCH_DEVICE_GUARD"
+OFF = ("0", "false", "off", "no")  # ENV_VAR's values that turn the guard off
 
 if False:  # type checkers only: typing.TYPE_CHECKING would import typing at every start
     from collections.abc import Sequence
@@ -81,9 +87,15 @@ def finder() -> "_Finder | None":
     return None
 
 
+def turned_off() -> str | None:
+    """ENV_VAR's value where it turns the guard off (the module docstring's rule), else None."""
+    value = os.environ.get(ENV_VAR, "")
+    return value if value.strip().lower() in OFF else None
+
+
 def startup() -> None:
-    """Called by the .pth line at interpreter start: install unless EXECUTORCH_DEVICE_GUARD=0."""
-    if os.environ.get(ENV_VAR, "1") != "0":
+    """Called by the .pth line at interpreter start: install unless turned_off()."""
+    if turned_off() is None:
         install()
 
 

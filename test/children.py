@@ -20,18 +20,21 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from executorch_device_guard import ENV_VAR
+
 HERE = Path(__file__).resolve().parent
 
 
 def run(
     name: str,
-    guard: bool,
+    guard: bool | str,
     python: str = sys.executable,
     args: tuple[str, ...] = (),
 ) -> Any:
-    """Runs child NAME with ARGS, the guard's startup hook on or off: (exit status, stdout,
-    stderr)."""
-    env = {**os.environ, "EXECUTORCH_DEVICE_GUARD": "1" if guard else "0"}
+    """Runs child NAME with ARGS, the guard's startup hook on or off, or ENV_VAR set to GUARD
+    where it is a string: (exit status, stdout, stderr)."""
+    value = guard if isinstance(guard, str) else "1" if guard else "0"
+    env = {**os.environ, ENV_VAR: value}
     done = subprocess.run(
         [python, "-m", "children", name, *args],
         cwd=HERE,

@@ -5,7 +5,7 @@
 # LICENSE file in the root directory of this source tree.
 
 """The tests that run in this process find the guard as interpreter start left it (the
-startup line installs it unless EXECUTORCH_DEVICE_GUARD=0), and leave it so."""
+startup line installs it unless ENV_VAR turns it off), and leave it so."""
 
 import contextlib
 from collections.abc import Iterator

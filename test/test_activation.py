@@ -9,11 +9,13 @@
 The wheel and the editable install each go into a fresh virtual environment: the wheel guards
 every site and passes its self-check, whose children are guarded by the startup file alone; the
 editable install hooks interpreter start; pip uninstall takes the startup file away; interpreter
-start imports neither torch nor executorch. In this process: install() and
-uninstall() restore what they change, and a changed ExecuTorch is left alone with one warning.
+start imports neither torch nor executorch, and reads the switch. In this process: startup()
+and the status line read each of the switch's values as _hook's rule says; install() and
+uninstall() restore what they change; a changed ExecuTorch is left alone with one warning.
 """
 
 import importlib
+import os
 import re
 import shutil
 import site
@@ -24,11 +26,12 @@ import types
 import unittest
 import warnings
 from pathlib import Path
+from unittest import mock
 
 import children
 import executorch_device_guard as guard
 from executorch.exir.emit import _emitter
-from executorch_device_guard import _patch
+from executorch_device_guard import ENV_VAR, _hook, _patch
 
 REPO = Path(__file__).resolve().parents[1]
 PTH = "executorch_device_guard.pth"
@@ -45,6 +48,52 @@ class TestStartup(unittest.TestCase):
             on["modules"], ["executorch_device_guard", "executorch_device_guard._hook"]
         )
         self.assertEqual((on["finders"], off["finders"]), (1, 0))
+
+    def test_interpreter_start_reads_the_switch(self) -> None:
+        for value, finders in ((" Off ", 0), ("", 1)):
+            with self.subTest(value=value):
+                status, stdout, stderr = children.run("startup", value)
+                self.assertEqual(status, 0, stderr)
+                self.assertEqual(children.result(stdout)["finders"], finders)
+
+
+class TestSwitch(unittest.TestCase):
+    """ENV_VAR's rule, in _hook's docstring, as startup() and the status line read it."""
+
+    OFF = ("0", "false", "FALSE", " Off ", "no\n")
+    ON = ("1", "", "yes", None)  # None: unset
+
+    def setUp(self) -> None:
+        self.addCleanup(guard.install if guard.status().installed else guard.uninstall)
+        environ = mock.patch.dict(
+            os.environ
+        )  # the switch set by a test, then as it was
+        environ.start()
+        self.addCleanup(environ.stop)
+
+    def set_switch(self, value: str | None) -> None:
+        os.environ.pop(ENV_VAR, None)
+        if value is not None:
+            os.environ[ENV_VAR] = value
+
+    def test_startup_installs_unless_a_value_turns_it_off(self) -> None:
+        for value in self.OFF + self.ON:
+            with self.subTest(value=value):
+                self.set_switch(value)
+                guard.uninstall()
+                _hook.startup()
+                self.assertEqual(guard.status().installed, value in self.ON)
+
+    def test_status_line_says_how_it_was_turned_off(self) -> None:
+        from executorch_device_guard.__main__ import headline
+
+        start = f"executorch-device-guard {guard.__version__}: installed="
+        self.set_switch(" Off ")
+        self.assertEqual(headline(False), f"{start}False ({ENV_VAR}=Off)")
+        self.set_switch(None)
+        self.assertEqual(
+            headline(True), f"{start}True ({ENV_VAR}=0/false/off/no turns it off)"
+        )
 
 
 def fake_emitter(name: str = "executorch.exir.emit._emitter") -> types.ModuleType:
