@@ -65,9 +65,8 @@ class TestSwitch(unittest.TestCase):
 
     def setUp(self) -> None:
         self.addCleanup(guard.install if guard.status().installed else guard.uninstall)
-        environ = mock.patch.dict(
-            os.environ
-        )  # the switch set by a test, then as it was
+        # The switch as a test sets it, then as it was.
+        environ = mock.patch.dict(os.environ)
         environ.start()
         self.addCleanup(environ.stop)
 

@@ -4,9 +4,10 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""The emitter guard in this process, off and on: a meta model says that it has no data, a constant
-without storage fails as it does without the guard, and CPU programs serialize byte for byte as
-without it. Device memory: test_device_sites.py (simulated), test_cuda.py (a GPU)."""
+"""The emitter guard in this process, off and on: a meta model says that it has no data, lowered
+to the portable path or to XNNPACK, a constant without storage fails as it does without the
+guard, and CPU programs serialize byte for byte as without it. Device memory:
+test_device_sites.py (simulated), test_cuda.py (a GPU)."""
 
 import hashlib
 import importlib.util
@@ -118,6 +119,21 @@ class TestEmitter(unittest.TestCase):
             ),
         ):
             children.meta_model()
+
+    def test_meta_model_to_xnnpack_raises_null_pointer_unguarded_and_holds_no_data_guarded(
+        self,
+    ) -> None:
+        from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
+            XnnpackPartitioner,
+        )
+
+        program = export(linear().to("meta"), (torch.ones(2, 4, device="meta"),))
+        for on, error, text in (
+            (False, ValueError, "^NULL pointer access$"),
+            (True, RuntimeError, "^XNNPACK constant 'p_0_weight' .* holds no data\\.$"),
+        ):
+            with guard_set(on), self.assertRaisesRegex(error, text):
+                to_edge_transform_and_lower(program, partitioner=[XnnpackPartitioner()])
 
     @unittest.skipUnless(
         HAS_DEVICE_PROPAGATION, "this ExecuTorch has no device propagation"

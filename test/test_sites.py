@@ -19,6 +19,7 @@ import unittest
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from executorch_device_guard import ENV_VAR
 from guard import RELEASE
 
 HERE = Path(__file__).resolve().parent
@@ -52,7 +53,7 @@ if RELEASE < (1, 2):  # test_device_sites.py skips them, guard or not
 
 class TestUnguardedSites(unittest.TestCase):
     def test_every_device_test_fails_or_crashes_without_the_guard(self) -> None:
-        env = {**os.environ, "EXECUTORCH_DEVICE_GUARD": "0", "CUDA_VISIBLE_DEVICES": ""}
+        env = {**os.environ, ENV_VAR: "0", "CUDA_VISIBLE_DEVICES": ""}
         with tempfile.TemporaryDirectory() as tmp:
             junit = Path(tmp, "unguarded.xml")
             command = [sys.executable, "-m", "pytest", "--forked", "-p", "no:xdist"]

@@ -6,7 +6,7 @@
 
 """Checks the upstream series, read from its patch files, as ExecuTorch's maintainers would:
 each check is a test in this file, run by pytest (-k picks some), mostly on copies of the
-installed release, which has the repository's layout (README.md, Upstream, lists them).
+installed release, which has the repository's layout (CONTRIBUTING.md, The upstream series, lists them).
 
     python -m upstream.check -k sizes   # the sizes that the review limits
     python -m upstream.check            # on the installed release: apply, run the tests
@@ -53,7 +53,7 @@ LINT_WORKFLOW = ".github/workflows/lint.yml"
 LINT_FILES = (".lintrunner.toml", LINT_WORKFLOW, ".flake8", "pyproject.toml")
 LINT_FILES += ("requirements-lintrunner.txt",)
 BUCK_FILES = ("BUCK", "TARGETS", "targets.bzl")
-REF = "cff6f4dd32"  # upstream main, which the series is based on (README.md)
+REF = "cff6f4dd32"  # upstream main, which the series is based on (CONTRIBUTING.md)
 SUMMARY = r"^(?:\||(?:PASSED|FAILED|ERROR|SKIPPED) ).*\n"  # tables, pytest's -rA lines
 
 

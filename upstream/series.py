@@ -5,7 +5,7 @@
 # LICENSE file in the root directory of this source tree.
 
 """The series' patch files are the source, edited as commits in an ExecuTorch checkout
-(README.md, Upstream): `apply CHECKOUT REF` branches device-guard at REF (tagged
+(CONTRIBUTING.md, The upstream series): `apply CHECKOUT REF` branches device-guard at REF (tagged
 device-guard-base) and runs `git am`; `export CHECKOUT` writes the commits above the tag back
 with `git format-patch`, free of local commit ids and the git version; `copy DEST [-- OPT]`
 makes DEST/executorch, the installed release with every patch applied. --followup does the

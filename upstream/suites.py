@@ -82,8 +82,11 @@ def executorch_root() -> Path:
 
 def environment(guard: bool, site: Path) -> dict[str, str]:
     """For a fresh interpreter: the guard on or off, `site` first on sys.path."""
+    # Imported here: noxfile.py imports this module where the package is not installed.
+    from executorch_device_guard import ENV_VAR
+
     path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
-    return {**os.environ, "EXECUTORCH_DEVICE_GUARD": f"{guard:d}", "PYTHONPATH": path}
+    return {**os.environ, ENV_VAR: f"{guard:d}", "PYTHONPATH": path}
 
 
 def parse_junit(path: Path) -> tuple[dict[str, str], dict[str, str]]:
