@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 import torch
 
 # What the series says after where the tensor is, at each kind of site.
-MOVE_PROGRAM = "Call torch.export.passes.move_to_device_pass(exported_program, 'cpu') before lowering"
+MOVE_PROGRAM = "Call torch.export.passes.move_to_device_pass(exported_program, 'cpu') before to_edge or to_edge_transform_and_lower"
 CONSTANT_METHODS = "Pass host tensors in constant_methods"
 BUNDLED = "Pass host tensors to MethodTestCase"
 NO_DATA = "A meta or fake tensor holds no data"
