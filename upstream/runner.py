@@ -102,6 +102,8 @@ def pytest_job(
 
 
 def run_job(job: Job, workdir: Path) -> Run:
+    """The job run to its end: its output kept in workdir/NAME.log, its tests' outcomes read
+    from workdir/NAME.xml where it wrote one."""
     env = environment(job.guard, job.site)
     env["PYTHONPATH"] += os.pathsep + str(SUPPORT)
     log, started = workdir / f"{job.name}.log", time.monotonic()
