@@ -4,14 +4,22 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""What the device guard costs: one table, guarded next to unguarded, measured in one run.
+"""What the device guard costs, and that its cost stays flat as constants grow: one table,
+guarded next to unguarded, measured in one run.
 
     python bench/bench.py
 
 The guard is wired in at interpreter start, so each measurement runs in fresh child
 processes, guarded and unguarded in pairs whose first side alternates, so that a shared
-machine's drifts hit both sides alike. Whole-run ratios cannot show 1% on such a machine;
-the guard's own time, metered in each guarded run, can."""
+machine's drifts hit both sides alike. pyperf was weighed and not used: it times a statement
+in worker processes of one environment, while here the two sides differ in the environment
+at interpreter start, and the figure that matters, the guard's own time, is metered inside
+each guarded child, which pyperf does not report. Whole-run ratios cannot show 1% on a
+shared machine; the guard's own time, metered in each guarded run, can.
+
+`to_executorch()` and XNNPACK's lowering run at each of SIZES constants. An XNNPACK lowering
+of 2,500 layers takes minutes on 2 cores, so its sizes run XNNPACK_PAIRS pairs: the guard's
+share, not the wall ratio, is the row that shows whether its cost grows with the program."""
 
 import json
 import os
@@ -26,9 +34,10 @@ from typing import Any
 # Imported at interpreter start, by the startup line, guard on or off.
 from executorch_device_guard import _hook, install, status, uninstall
 
-SMALL_CONSTANTS = 1000  # buffers of 16 floats each
+SIZES = (250, 1000, 2500)  # constants: buffers of 16 floats, or Linear(16, 16) weights
 STARTS = 15  # interpreter starts
-PAIRS = 5  # guarded and unguarded runs per measurement
+PAIRS = 3  # guarded and unguarded runs per measurement
+XNNPACK_PAIRS = 1
 HEADERS = ("measurement", "guarded", "unguarded", "ratio", "spread", "goal", "met")
 
 
@@ -71,17 +80,27 @@ class Meter:
         return metered
 
 
-def to_executorch_child(meter: Meter) -> float:
-    """One to_executorch() call's wall time, of SMALL_CONSTANTS constants (the guard's work is
-    per constant), each site's wrapper metered."""
+def meter_sites(meter: Meter) -> None:
+    """Each site's wrapper metered, where the guard is on; after ExecuTorch is imported."""
+    from executorch_device_guard import _sites
+
+    if status().installed:
+        uninstall()
+        for name, wrapper in list(_sites.WRAPPERS.items()):
+            _sites.WRAPPERS[name] = meter.own(wrapper)
+        install()
+
+
+def to_executorch_child(meter: Meter, size: int) -> float:
+    """One to_executorch() call's wall time, of `size` buffers (the guard's work is per
+    constant)."""
     import torch
     from executorch.exir import to_edge_transform_and_lower
-    from executorch_device_guard import _sites  # after ExecuTorch, which it imports
 
     class ManySmall(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            for i in range(SMALL_CONSTANTS):
+            for i in range(size):
                 self.register_buffer(f"b{i}", torch.randn(16))
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -90,12 +109,30 @@ def to_executorch_child(meter: Meter) -> float:
     with torch.no_grad():
         exported = torch.export.export(ManySmall().eval(), (torch.randn(1, 16),))
         edge = to_edge_transform_and_lower(exported)
-    if status().installed:
-        uninstall()
-        _sites.WRAPPERS.update({k: meter.own(w) for k, w in _sites.WRAPPERS.items()})
-        install()
+    meter_sites(meter)
     start = time.perf_counter()
     edge.to_executorch()
+    return time.perf_counter() - start
+
+
+def xnnpack_child(meter: Meter, size: int) -> float:
+    """XNNPACK's lowering and to_executorch() of `size` Linear(16, 16) layers without bias:
+    `size` small constants, each read by the guarded XNNPACK site."""
+    import torch
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
+        XnnpackPartitioner,
+    )
+    from executorch.exir import to_edge_transform_and_lower
+
+    layers = [torch.nn.Linear(16, 16, bias=False) for _ in range(size)]
+    with torch.no_grad():
+        exported = torch.export.export(
+            torch.nn.Sequential(*layers).eval(), (torch.randn(1, 16),)
+        )
+    meter_sites(meter)
+    start = time.perf_counter()
+    lowered = to_edge_transform_and_lower(exported, partitioner=[XnnpackPartitioner()])
+    lowered.to_executorch()
     return time.perf_counter() - start
 
 
@@ -109,39 +146,61 @@ def import_child(meter: Meter) -> float:
     return time.perf_counter() - start
 
 
-def paired_rows(name: str, args: list[str]) -> list[list[str]]:
-    """Guarded next to unguarded in PAIRS pairs, which side first alternating: the median
-    ratio of wall times, met within 1%; and the guard's own share of the guarded wall."""
-    order = [on for i in range(PAIRS) for on in ((True, False), (False, True))[i % 2]]
-    logs = [child([__file__, "--child", *args], on).stdout for on in order]
-    runs = [json.loads(log.splitlines()[-1]) for log in logs]
-    if [run["patched"] > 0 for run in runs] != order:
-        raise RuntimeError(f"{args}: a child's guard is not what it was asked to be")
-    on, off = ([r for r, side in zip(runs, order) if side == s] for s in (True, False))
-    ratios = sorted(a["wall"] / b["wall"] for a, b in zip(on, off))
-    shares = sorted(run["guard"] / run["wall"] for run in on)
-    ratio, share, own = median(ratios), median(shares), median(r["guard"] for r in on)
-    walls = [f"{median(r['wall'] for r in side):.3f} s" for side in (on, off)]
-    return [
-        [f"{name}, wall", *walls, f"{ratio:.3f}"]
-        + [f"{ratios[0] - 1:+.1%} .. {ratios[-1] - 1:+.1%}", "within 1%"]
-        + ["yes" if abs(ratio - 1) <= 0.01 else "no"],
-        [f"{name}, time in the guard's own code", f"{own * 1e3:.2f} ms ({share:.3%})"]
-        + ["-", "-", f"+{shares[0]:.3%} .. +{shares[-1]:.3%}", "within 1%"]
-        + ["yes" if share <= 0.01 else "no"],
-    ]
+class Paired:
+    """Guarded next to unguarded runs of one measurement."""
+
+    def __init__(self, args: list[str], pairs: int) -> None:
+        order = []
+        for i in range(pairs):
+            order += [(True, False), (False, True)][i % 2]
+        runs = []
+        for guard in order:
+            log = child([__file__, "--child", *args], guard).stdout
+            runs.append(json.loads(log.splitlines()[-1]))
+        if [run["patched"] > 0 for run in runs] != order:
+            raise RuntimeError(
+                f"{args}: a child's guard is not what it was asked to be"
+            )
+        self.on = [run for run, guard in zip(runs, order) if guard]
+        self.off = [run for run, guard in zip(runs, order) if not guard]
+        self.ratios = sorted(a["wall"] / b["wall"] for a, b in zip(self.on, self.off))
+        self.shares = sorted(run["guard"] / run["wall"] for run in self.on)
+
+    def rows(self, name: str) -> list[list[str]]:
+        """The median ratio of wall times, met within 1%; the guard's own share of the
+        guarded wall, met within 1%."""
+        ratio, share = median(self.ratios), median(self.shares)
+        own = median(run["guard"] for run in self.on)
+        walls = [
+            f"{median(r['wall'] for r in side):.3f} s" for side in (self.on, self.off)
+        ]
+        spread = f"{self.ratios[0] - 1:+.1%} .. {self.ratios[-1] - 1:+.1%}"
+        shares = f"+{self.shares[0]:.3%} .. +{self.shares[-1]:.3%}"
+        return [
+            [f"{name}, wall", *walls, f"{ratio:.3f}", spread, "within 1%"]
+            + ["yes" if abs(ratio - 1) <= 0.01 else "no"],
+            [
+                f"{name}, time in the guard's own code",
+                f"{own * 1e3:.2f} ms ({share:.3%})",
+            ]
+            + ["-", "-", shares, "within 1%", "yes" if share <= 0.01 else "no"],
+        ]
 
 
 def start_rows() -> list[list[str]]:
     """What the startup line costs at interpreter start, and what it imports."""
     child(["-c", "pass"], True)  # writes the package's bytecode once
-    costs, heavy = [], set()
+    costs = []
+    heavy = set()
     for _ in range(STARTS):
         stderr = child(["-X", "importtime", "-c", "pass"], True).stderr
         # Lines "import time: self | cumulative | module", modules indented by depth.
         found = re.findall(r"^import time: +\d+ \| +(\d+) \| *(\S+)$", stderr, re.M)
-        costs += [int(us) / 1e6 for us, m in found if m == "executorch_device_guard"]
-        heavy |= {m for _, m in found if m.split(".")[0] in ("torch", "executorch")}
+        for microseconds, module in found:
+            if module == "executorch_device_guard":
+                costs.append(int(microseconds) / 1e6)
+            if module.split(".")[0] in ("torch", "executorch"):
+                heavy.add(module)
     spread = f"{min(costs) * 1e3:.2f} .. {max(costs) * 1e3:.2f} ms"
     took, imported = median(costs), ", ".join(sorted(heavy)) or "neither"
     return [
@@ -152,24 +211,54 @@ def start_rows() -> list[list[str]]:
     ]
 
 
+def scaling_row(name: str, measured: list[Paired]) -> list[str]:
+    """The guard's share at each size: flat if the largest is within 1% of the run."""
+    shares = [median(paired.shares) for paired in measured]
+    cells = " / ".join(f"{share:.3%}" for share in shares)
+    sizes = " / ".join(str(size) for size in SIZES)
+    flat = max(shares) <= 0.01
+    return [
+        f"{name}, the guard's share at {sizes} constants",
+        cells,
+        *("-", "-", "-", "within 1% at each", "yes" if flat else "no"),
+    ]
+
+
 def main() -> None:
     if sys.argv[1:2] == ["--child"]:  # prints its times, and how many sites it patched
         meter = Meter()
-        wall = to_executorch_child(meter) if sys.argv[2:] else import_child(meter)
+        if sys.argv[2:3] == ["to_executorch"]:
+            wall = to_executorch_child(meter, int(sys.argv[3]))
+        elif sys.argv[2:3] == ["xnnpack"]:
+            wall = xnnpack_child(meter, int(sys.argv[3]))
+        else:
+            wall = import_child(meter)
         patched = len(status().patched)
         print(json.dumps({"wall": wall, "guard": meter.seconds, "patched": patched}))
         return
     from importlib.metadata import version
 
     started, rows = time.perf_counter(), start_rows()
-    rows += paired_rows("first `import executorch.exir`", [])
-    rows += paired_rows("to_executorch()", ["to_executorch"])
+    rows += Paired([], PAIRS).rows("first `import executorch.exir`")
+    for kind, title, pairs in (
+        ("to_executorch", "to_executorch()", PAIRS),
+        ("xnnpack", "XNNPACK lowering + to_executorch()", XNNPACK_PAIRS),
+    ):
+        measured = []
+        for size in SIZES:
+            paired = Paired([kind, str(size)], pairs)
+            rows += paired.rows(f"{title}, {size} constants")
+            measured.append(paired)
+            print(f"{title}, {size} constants: {time.perf_counter() - started:.0f} s")
+        rows.append(scaling_row(title, measured))
     names = ("torch", "executorch", "executorch-device-guard")
     versions = ", ".join(f"{name} {version(name)}" for name in names)
-    print(f"{os.cpu_count()} cores, Python {sys.version.split()[0]}, {versions}\n")
+    print(f"\n{os.cpu_count()} cores, Python {sys.version.split()[0]}, {versions}\n")
     for row in [HEADERS, ["-" * len(h) for h in HEADERS], *rows]:
         print("| " + " | ".join(row) + " |")
-    print(f"\n{PAIRS} pairs, {time.perf_counter() - started:.0f} s")
+    print(
+        f"\n{PAIRS} pairs ({XNNPACK_PAIRS} for XNNPACK), {time.perf_counter() - started:.0f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -24,11 +24,12 @@ from typing import Any, NamedTuple
 
 class Site(NamedTuple):
     """A host read of tensor bytes in ExecuTorch, or a place where lowering a program exported on
-    a device fails first; `wrapper` names its function in _sites, so that the table loads no torch."""
+    a device fails first, and the function of _sites that wraps it, by name: _sites imports
+    torch, and this table is read at the first executorch import, before torch."""
 
     module: str
     qualname: str
-    wrapper: str
+    wrapper_name: str  # the wrapper's __name__, its key in _sites.WRAPPERS
     since: str  # the first executorch release that has it
 
 
@@ -101,10 +102,10 @@ WARNED: list[str] = []
 
 
 def wrapper(site: Site) -> Callable[..., Any]:
-    """The function of _sites that wraps `site`."""
+    """The function of _sites that wraps `site`, imported now, when torch is loaded."""
     from . import _sites
 
-    return _sites.WRAPPERS[site.wrapper]
+    return _sites.WRAPPERS[site.wrapper_name]
 
 
 def patch_module(module: ModuleType, sites: tuple[Site, ...] = SITES) -> None:

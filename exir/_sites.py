@@ -11,10 +11,10 @@ before the emitter.
 Each takes the original function first, then the leading parameters it relies on, named as in
 ExecuTorch: _patch compares those names with the original's signature before it wraps anything.
 Each does what the upstream series (upstream/) does at that site: raise its error before a host
-read of device memory (messages built in _host_read; test_series.py compares them word for
-word), store a view's own elements, or add the device to a lowering error. Nothing is copied to
-the host. Names are computed only when raising. Imported only once a guarded ExecuTorch module
-has been imported, so torch is loaded.
+read of device memory (messages built in _host_read; upstream/test_behaviour.py compares them
+word for word), store a view's own elements, or add the device to a lowering error. Nothing is
+copied to the host. Names are computed only when raising. Imported only once a guarded
+ExecuTorch module has been imported, so torch is loaded.
 """
 
 import traceback
@@ -211,6 +211,7 @@ def out_variants(original: Original, self: Any, graph_module: Any) -> Any:
         raise
 
 
+# Each wrapper by its __name__, which _patch.SITES names; test/support/mutant.py replaces one.
 WRAPPERS: dict[str, Original] = {
     function.__name__: function
     for function in (

@@ -6,18 +6,13 @@
 
 """The guard on a real GPU. Every test here needs CUDA: GPU runners run this file, and .ci/gpu fails
 if one skips there. Guarded, each case runs in this process; unguarded, the ones that crash run in
-a child (test/children.py), where the crash is its exit status."""
+a child (test/support/children.py), where the crash is its exit status."""
 
 import importlib.util
 import unittest
 
 import children
 import torch
-from executorch.devtools import BundledProgram
-from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
-from executorch.devtools.bundled_program.serialize import (
-    serialize_from_bundled_program_to_flatbuffer,
-)
 from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 from executorch.exir.error import InternalError
 from executorch_device_guard._selfcheck import SIGSEGV
@@ -26,25 +21,6 @@ from models import linear, stored
 from torch.export import export
 
 ON_CUDA = r"\(shape \[3, 4\], dtype torch.float32\) is on cuda:0, not in host memory"
-
-
-def bundle(inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> bytes:
-    """A bundled program of the reproducer, lowered on the CPU, with these test values."""
-    program = to_edge_transform_and_lower(
-        export(linear(), (torch.ones(2, 4),))
-    ).to_executorch()
-    suite = MethodTestSuite(
-        "forward", [MethodTestCase(inputs=inputs, expected_outputs=outputs)]
-    )
-    return serialize_from_bundled_program_to_flatbuffer(
-        BundledProgram(program, [suite])
-    )
-
-
-def cuda_values() -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    """Test values computed by the reproducer on cuda:0."""
-    inputs = [torch.randn(2, 4).cuda()]
-    return inputs, [linear().cuda()(*inputs)]
 
 
 @unittest.skipUnless(torch.cuda.is_available(), "needs a CUDA device")

@@ -16,16 +16,15 @@ import subprocess
 import sys
 import tempfile
 import unittest
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from executorch_device_guard import ENV_VAR
 from guard import RELEASE
+from junit import read
 
 HERE = Path(__file__).resolve().parent
 CRASH = ("error", "CRASHED with signal 11")
 PASSES, SKIPS = ("passed", ""), ("skipped", "")
-WORSE = ("passed", "skipped", "failure", "error")
 # Test -> (its outcome in pytest's junit without the guard, text in its message).
 UNGUARDED = {
     "TestSimulatedDevice::test_emitter_names_each_kind_of_constant": CRASH,
@@ -34,13 +33,13 @@ UNGUARDED = {
     "TestSimulatedDevice::test_bundled_device_values_raise_naming_their_test_case": CRASH,
     "TestSimulatedDevice::test_named_device_data_keeps_executorch_s_own_error": PASSES,
     "TestSimulatedDevice::test_named_data_of_a_channels_last_view_is_its_own_values": (
-        "failure",
+        "failed",
         "is invalid for input of size",
     ),
     "TestSimulatedDevice::test_xnnpack_weight_raises": CRASH,
     "TestSimulatedDevice::test_vulkan_weight_raises": CRASH,
     "TestLowering::test_lowering_errors_name_the_device_and_the_way_out": (
-        "failure",
+        "failed",
         "Regex didn't match",
     ),
     "TestLowering::test_lowering_errors_of_host_programs_are_word_for_word_as_unguarded": PASSES,
@@ -61,17 +60,14 @@ class TestUnguardedSites(unittest.TestCase):
             command.append(str(HERE / "test_device_sites.py"))
             done = subprocess.run(command, env=env, capture_output=True, text=True)
             self.assertTrue(junit.exists(), done.stdout[-3000:] + done.stderr[-3000:])
-            found: dict[str, tuple[str, str]] = {}
-            for case in ET.parse(junit).iter(
-                "testcase"
-            ):  # a subtest's failure is a case
-                test = f"{case.get('classname', '').rpartition('.')[2]}::{case.get('name')}"
-                kinds = [(c.tag, f"{c.get('message')}{c.text}") for c in case]
-                outcome = next((k for k in kinds if k[0] in WORSE), PASSES)
-                if WORSE.index(outcome[0]) >= WORSE.index(found.get(test, PASSES)[0]):
-                    found[test] = outcome
+            found = {}
+            for test, case in read(junit).items():  # keyed 'module.Class::test'
+                path, _, name = test.partition("::")
+                found[f"{path.rpartition('.')[2]}::{name}"] = case
         self.assertEqual(sorted(found), sorted(UNGUARDED))
         for test, (outcome, text) in UNGUARDED.items():
             with self.subTest(test):
-                self.assertEqual(found[test][0], outcome, found[test][1][-2000:])
-                self.assertIn(text, found[test][1])
+                case = found[test]
+                details = case.message + case.text
+                self.assertEqual(case.outcome, outcome, details[-2000:])
+                self.assertIn(text, details)

@@ -13,6 +13,7 @@ same for upstream/followup/ on branch device-guard-followup."""
 
 import argparse
 import email
+import importlib.util
 import os
 import re
 import shutil
@@ -22,16 +23,23 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from upstream.suites import executorch_root
-
 SERIES = Path(__file__).resolve().parent
 FOLLOWUP = SERIES / "followup"
 BASE = "device-guard-base"
+REF = "cff6f4dd32"  # upstream main, which the series is based on (CONTRIBUTING.md)
 BRANCHES = {SERIES: "device-guard", FOLLOWUP: "device-guard-followup"}
 # What the executorch wheel lacks of the repository, left out when a patch is applied to it.
 NOT_IN_WHEEL = ("*BUCK", "*TARGETS", "*.bzl", ".github/*", "pytest.ini")
 # No user or system git config.
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+def executorch_root() -> Path:
+    """The installed executorch package folder, found without importing executorch."""
+    spec = importlib.util.find_spec("executorch")
+    if spec is None or not spec.submodule_search_locations:
+        sys.exit("executorch is not installed in this interpreter")
+    return Path(list(spec.submodule_search_locations)[0])
 
 
 def patches(folder: Path = SERIES) -> list[Path]:

@@ -4,7 +4,7 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""The programs that tests run in a fresh interpreter, by name: `python -m children NAME`, in test/.
+"""The programs that tests run in a fresh interpreter, by name: `python -m children NAME`, in test/support/.
 
 Only where the behaviour needs one: what the startup line does, an install in another
 environment, a reproducer that can die of a signal, and a patched copy of ExecuTorch, which
@@ -213,13 +213,13 @@ def cuda_constant_method() -> None:
 
 def cuda_bundled() -> None:
     """Bundled test values computed on cuda:0, as users compute them."""
-    from test_cuda import bundle, cuda_values
+    from models import bundle, cuda_values
 
     bundle(*cuda_values())
 
 
 def probe() -> dict[str, bool]:
-    """For upstream/check.py: whether the guard wraps the emitter's read of constants, and
+    """For the series' checks (upstream/): whether the guard wraps the emitter's read of constants, and
     whether that read has the series' check."""
     import inspect
 

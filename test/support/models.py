@@ -7,10 +7,17 @@
 """Small models and helpers that the tests and their child programs share."""
 
 import torch
+from executorch.devtools import BundledProgram
+from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
+from executorch.devtools.bundled_program.serialize import (
+    serialize_from_bundled_program_to_flatbuffer,
+)
+from executorch.exir import to_edge_transform_and_lower
 from executorch.exir._serialize._named_data_store import (
     NamedDataStore,
     NamedDataStoreOutput,
 )
+from torch.export import export
 
 
 def linear() -> torch.nn.Module:
@@ -65,3 +72,22 @@ def stored(tensor: torch.Tensor) -> NamedDataStoreOutput:
     store = NamedDataStore()
     store.add_named_data("w", tensor)
     return store.get_named_data_store_output()
+
+
+def bundle(inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> bytes:
+    """A bundled program of the reproducer, lowered on the CPU, with these test values."""
+    program = to_edge_transform_and_lower(
+        export(linear(), (torch.ones(2, 4),))
+    ).to_executorch()
+    suite = MethodTestSuite(
+        "forward", [MethodTestCase(inputs=inputs, expected_outputs=outputs)]
+    )
+    return serialize_from_bundled_program_to_flatbuffer(
+        BundledProgram(program, [suite])
+    )
+
+
+def cuda_values() -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Test values computed by the reproducer on cuda:0."""
+    inputs = [torch.randn(2, 4).cuda()]
+    return inputs, [linear().cuda()(*inputs)]

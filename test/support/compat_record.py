@@ -1,0 +1,87 @@
+# Copyright (c) executorch-device-guard authors.
+# All rights reserved.
+#
+# This source code is licensed under the BSD-style license found in the
+# LICENSE file in the root directory of this source tree.
+
+"""The row of one `nox -s compat` run in records/compat/RESULTS.md, in place of the last run's,
+and its tests that did not pass, with pytest's reason, each note naming the runs where it holds.
+Run by noxfile.py in the session's virtualenv, which has junitparser and tabulate:
+
+    python test/support/compat_record.py RELEASE TORCH FLATC SELF_CHECK_OUTPUT JUNIT
+"""
+
+import re
+import sys
+from datetime import date
+from pathlib import Path
+
+from junit import counts, read
+from tabulate import tabulate
+
+RESULTS = Path(__file__).resolve().parents[2] / "records" / "compat" / "RESULTS.md"
+HEADERS = ["executorch", "torch", "flatc", "sites guarded", "self-check"]
+HEADERS += ["tests P/F/E/S", "run"]
+INTRO = """# ExecuTorch 1.x on the CPU
+
+`nox -s compat` (noxfile.py): a row per release and torch, each from its own run on the
+project's 2-core x86_64 CPU machine, Python 3.11; no GPU, so CUDA tests skip.
+
+"""
+
+
+def numbers(text: str) -> list[int]:
+    """The numbers in `text`, to sort releases and torch versions."""
+    return [int(number) for number in re.findall(r"\d+", text)]
+
+
+def row(release: str, torch: str, flatc: str, status: str, junit: Path) -> list[str]:
+    """The run's cells, from the self-check's output and the tests' junit."""
+    site = r"^  (guarded|SKIPPED)  executorch\.\S+?(\w+)(?::\s+(.*))?$"
+    sites = re.findall(site, status, re.M)
+    guarded = [state for state, _, _ in sites if state == "guarded"]
+    notes = [f"{len(guarded)} of {len(sites)}"]
+    for state, name, why in sites:
+        if state == "SKIPPED":
+            notes.append(f"`{name}`: {why}")
+    missing = re.findall(r"^not importable: executorch\.(\S+) \((.*)\)$", status, re.M)
+    for module, why in missing:
+        notes.append(f"`{module}` not importable: {why}")
+    cases = re.findall(r"^  (ok|FAIL) +\S", status, re.M)
+    checked = f"{cases.count('ok')} of {len(cases)} ok" if cases else "did not run"
+    tests = counts(case.outcome for case in read(junit).values())
+    return [release, torch, flatc, "; ".join(notes), checked, tests, f"{date.today()}"]
+
+
+def write(release: str, torch: str, flatc: str, status: str, junit: Path) -> None:
+    """RESULTS with this run's row and notes in place of the last run's."""
+    cells = row(release, torch, flatc, status, junit)
+    lines = RESULTS.read_text().splitlines() if RESULTS.exists() else []
+    rows = []
+    for line in lines:
+        if line.startswith("| "):
+            rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    rows = [old for old in rows[1:] if old[:2] != cells[:2] and set(old[0]) != {"-"}]
+    rows.append(cells)
+    rows.sort(key=lambda cells: (numbers(cells[0]), numbers(cells[1])))
+    this = f"{release} ({torch})"
+    notes: dict[str, list[str]] = {}
+    for line in lines:
+        if line.startswith("- "):
+            runs, note = line[2:].split(": `", 1)
+            notes[note] = [run for run in runs.split(", ") if run != this]
+    for test, case in read(junit).items():
+        if case.outcome != "passed":
+            note = f"{test}`: {case.outcome}: {case.summary}"
+            notes.setdefault(note, []).append(this)
+    text = INTRO + tabulate(rows, HEADERS, tablefmt="github", disable_numparse=True)
+    text += "\n\nNot passed, with pytest's reason:\n\n"
+    for note, runs in sorted(notes.items()):
+        if runs:
+            text += f"- {', '.join(sorted(runs, key=numbers))}: `{note}\n"
+    RESULTS.write_text(text)
+
+
+if __name__ == "__main__":
+    release, torch, flatc, status, junit = sys.argv[1:]
+    write(release, torch, flatc, Path(status).read_text(), Path(junit))
