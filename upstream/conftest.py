@@ -68,7 +68,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--workers",
         type=int,
         default=2,
-        help="pytest runs at a time; for a mutant or a suite, its xdist workers (default 2)",
+        help="pytest runs at a time; for a suite, its xdist workers (default 2)",
     )
 
 

@@ -72,20 +72,27 @@ def alone(
     return run_jobs(jobs, workers, workdir)
 
 
-def mutant(hunk: Hunk, patched: Path, workdir: Path, workers: int) -> Run:
-    """The hunk reverted in its own copy of the patched tree, and the series' tests run there
-    in `workers` xdist workers, where a crash fails the test that crashed (its worker
-    restarts)."""
-    tree = series.copy_package(patched, workdir / f"mutant-{hunk.number}")
-    diff = f"--- a/{hunk.file.path}\n+++ b/{hunk.file.path}\n{hunk.hunk}"
-    reverse = ["git", "apply", "-R", "-"]
-    reverted = subprocess.run(
-        reverse, input=diff, cwd=tree, capture_output=True, text=True
-    )
-    assert reverted.returncode == 0, f"does not revert: {reverted.stderr}"
-    tests = patches.read().tests
-    job = pytest_job(tree, tests, workdir / f"m{hunk.number}", workers=workers)
-    return run_jobs({hunk.number: job}, 1, workdir)[hunk.number]
+@pytest.fixture(scope="session")
+def mutants(
+    pytestconfig: pytest.Config, patched: Path, workdir: Path, workers: int
+) -> dict[int, Run]:
+    """Each code hunk reverted in its own copy of the patched tree, and the series' tests run
+    there, --workers copies at a time; in each, a crash fails the test that crashed (its xdist
+    worker restarts)."""
+    if not pytestconfig.getoption("mutations"):
+        pytest.skip("needs --mutations")
+    found = patches.read()
+    jobs = {}
+    for hunk in found.hunks:
+        tree = series.copy_package(patched, workdir / f"mutant-{hunk.number}")
+        diff = f"--- a/{hunk.file.path}\n+++ b/{hunk.file.path}\n{hunk.hunk}"
+        reverse = ["git", "apply", "-R", "-"]
+        reverted = subprocess.run(
+            reverse, input=diff, cwd=tree, capture_output=True, text=True
+        )
+        assert reverted.returncode == 0, f"does not revert: {reverted.stderr}"
+        jobs[hunk.number] = pytest_job(tree, found.tests, workdir / f"m{hunk.number}")
+    return run_jobs(jobs, workers, workdir)
 
 
 def test_each_patch_alone_passes_its_own_tests(
@@ -142,19 +149,12 @@ def test_the_package_raises_the_series_errors(
 
 
 def test_each_hunk_is_needed_by_its_patch_tests(
-    pytestconfig: pytest.Config,
-    hunk: Hunk,
-    patched: Path,
-    workdir: Path,
-    workers: int,
-    gpu: bool,
+    hunk: Hunk, mutants: dict[int, Run], gpu: bool
 ) -> None:
     """With the hunk reverted, its own patch's tests fail, and no other test but those of
     later patches, which build on it."""
-    if not pytestconfig.getoption("mutations"):
-        pytest.skip("needs --mutations")
     found = patches.read()
-    done = mutant(hunk, patched, workdir, workers)
+    done = mutants[hunk.number]
     own = tuple(patches.junit_prefix(t) for t in found.patches[hunk.patch].tests)
     later = []
     for patch in found.patches[hunk.patch + 1 :]:
