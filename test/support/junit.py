@@ -15,12 +15,8 @@ from typing import NamedTuple
 from junitparser import Error, Failure, JUnitXml, Skipped, TestSuite
 
 OUTCOMES = ("passed", "failed", "error", "skipped")  # the order of counts()
-WORSE = (
-    "passed",
-    "skipped",
-    "failed",
-    "error",
-)  # of two outcomes of one test, the later
+# Of two outcomes of one test, the later in this order stands.
+WORSE = ("passed", "skipped", "failed", "error")
 KINDS = {Failure: "failed", Error: "error", Skipped: "skipped"}
 
 
