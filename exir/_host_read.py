@@ -28,13 +28,13 @@ def host_read_message(
     shape: Sequence[int],
     dtype: torch.dtype,
     device: torch.device,
-    what_to_do: str,
+    advice: str,
 ) -> str:
     """The series' message where a host read of tensor bytes meets a storage off the host:
     `subject` names the tensor as the series' code at that site does ("Constant 'p_0_weight'",
     "XNNPACK constant 'p_0_weight'", "Bundled input 0 of test case 1 of method 'forward'"),
-    then what to do."""
-    return f"{subject} (shape {list(shape)}, dtype {dtype}) is on {device}, not in host memory. {what_to_do}."
+    and `advice`, what_to_do()'s answer at most sites, ends it."""
+    return f"{subject} (shape {list(shape)}, dtype {dtype}) is on {device}, not in host memory. {advice}."
 
 
 def device_note(graph_modules: Iterable[torch.fx.GraphModule]) -> str:
