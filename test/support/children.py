@@ -4,7 +4,8 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""The programs that tests run in a fresh interpreter, by name: `python -m children NAME`, in test/support/.
+"""The programs that tests run in a fresh interpreter, by name: `python -m children NAME`, in
+test/support/.
 
 Only where the behaviour needs one: what the startup line does, an install in another
 environment, a reproducer that can die of a signal, and a patched copy of ExecuTorch, which
@@ -219,8 +220,8 @@ def cuda_bundled() -> None:
 
 
 def probe() -> dict[str, bool]:
-    """For the series' checks (upstream/): whether the guard wraps the emitter's read of constants, and
-    whether that read has the series' check."""
+    """For the series' checks (upstream/): whether the guard wraps the emitter's read of
+    constants, and whether that read has the series' check."""
     import inspect
 
     from executorch.exir.emit._emitter import _Emitter
