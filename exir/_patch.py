@@ -83,6 +83,9 @@ SITES: tuple[Site, ...] = (
         "1.0.0",
     ),
     Site("executorch.exir.passes", "ToOutVarPass.call", "out_variants", "1.0.0"),
+    Site("executorch.runtime", "Runtime.load_program", "runtime_program", "1.0.0"),
+    Site("executorch.runtime", "Program.load_method", "runtime_method", "1.0.0"),
+    Site("executorch.runtime", "Method.execute", "runtime_inputs", "1.0.0"),
 )
 MODULES = frozenset(site.module for site in SITES)
 

@@ -17,8 +17,10 @@ copied to the host. Names are computed only when raising. Imported only once a g
 ExecuTorch module has been imported, so torch is loaded.
 """
 
+import os
 import traceback
-from collections.abc import Callable, Iterator
+import weakref
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -30,10 +32,13 @@ from ._host_read import (
     BUNDLED,
     CONSTANT_METHODS,
     MOVE_PROGRAM,
+    RUNTIME_INPUT,
     device_note,
     host_read_message,
     what_to_do,
 )
+from ._patch import _release_before
+from ._program_plan import InputPlan, Source
 
 Original = Callable[..., Any]
 
@@ -211,6 +216,70 @@ def out_variants(original: Original, self: Any, graph_module: Any) -> Any:
         raise
 
 
+# executorch.runtime's programs and methods loaded while the guard was on: where each program's
+# bytes are, and each method's InputPlan. Weak: ExecuTorch's objects live as they would.
+_program_sources: "weakref.WeakKeyDictionary[Any, Source]" = weakref.WeakKeyDictionary()
+_method_plans: "weakref.WeakKeyDictionary[Any, InputPlan]" = weakref.WeakKeyDictionary()
+# From executorch 1.5.0 the bindings refuse an input on a device other than the CPU or CUDA.
+_BINDINGS_REFUSE_OTHER_DEVICES = not _release_before("1.5.0")
+
+
+def runtime_program(
+    original: Original, self: Any, data: Any, *args: Any, **kwargs: Any
+) -> Any:
+    """Keeps where the program's bytes are: its path, or the bytes that the Program holds."""
+    program = original(self, data, *args, **kwargs)
+    path = isinstance(data, (str, os.PathLike))
+    _program_sources[program] = data if path else program._data
+    return program
+
+
+def runtime_method(original: Original, self: Any, name: str) -> Any:
+    method = original(self, name)
+    if self in _program_sources and method not in _method_plans:
+        _method_plans[method] = InputPlan(_program_sources[self], name)
+    return method
+
+
+def runtime_inputs(original: Original, self: Any, inputs: Sequence[Any]) -> Any:
+    """The follow-up's check where the bindings convert each input, in their order, up to the
+    first input they refuse themselves: a CUDA tensor for an input that the method reads in host
+    memory. Before 1.5.0 the bindings take a tensor on any device, which the method reads on the
+    host: those raise too."""
+    plan = _method_plans.get(self)
+    if plan is None:  # loaded before the guard was on
+        return original(self, inputs)
+    for index, value in enumerate(inputs):
+        if type(value) is not torch.Tensor:  # exactly, as the bindings take it
+            if value is None or isinstance(value, (int, float)):
+                continue
+            break
+        if not value.is_contiguous() and not (
+            value.dim() == 4 and value.is_contiguous(memory_format=torch.channels_last)
+        ):
+            break
+        device = value.untyped_storage().device
+        if device.type == "cpu" or value.numel() == 0:
+            continue
+        if device.type == "cuda":
+            refused = index in plan.host_inputs
+        elif _BINDINGS_REFUSE_OTHER_DEVICES:
+            break
+        else:
+            refused = True
+        if refused:
+            raise RuntimeError(
+                host_read_message(
+                    f"Input {index} of method {plan.method!r}",
+                    value.shape,
+                    value.dtype,
+                    device,
+                    what_to_do(device, RUNTIME_INPUT),
+                )
+            )
+    return original(self, inputs)
+
+
 # Each wrapper by its __name__, which _patch.SITES names; test/support/mutant.py replaces one.
 WRAPPERS: dict[str, Original] = {
     function.__name__: function
@@ -224,5 +293,8 @@ WRAPPERS: dict[str, Original] = {
         aten_verifier,
         edge_manager,
         out_variants,
+        runtime_program,
+        runtime_method,
+        runtime_inputs,
     )
 }

@@ -13,10 +13,13 @@ skip; the package also tests the device branch on machines without a GPU. test_s
 of these with the guard off, where it crashes (SIGSEGV) or fails as ExecuTorch does today.
 """
 
+import io
 import os
 import re
+import tempfile
 import traceback
 import unittest
+from pathlib import Path
 
 import torch
 from executorch.backends.vulkan.serialization.vulkan_graph_builder import VkGraphBuilder
@@ -36,13 +39,17 @@ from executorch.exir import (
 from executorch.exir._serialize._named_data_store import NamedDataStore
 from executorch.exir.backend.utils import DelegateMappingBuilder
 from executorch.exir.error import InternalError
+from executorch.runtime import Runtime
 from guard import RELEASE, guard_set
 from models import (
     EfficientAttention,
     WithBuffer,
     WithConstant,
     WithEmpty,
+    device_inputs_program,
+    host_program,
     linear,
+    runtime_failure,
     stored,
 )
 from simulated_device import simulate_device
@@ -51,6 +58,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.export import export
 
 ON_CUDA = "is on cuda:0, not in host memory"
+RUNTIME_UNAVAILABLE = runtime_failure()
 
 
 @unittest.skipUnless(os.name == "posix", "simulated device memory needs POSIX mmap")
@@ -205,6 +213,104 @@ class TestSimulatedDevice(unittest.TestCase):
             RuntimeError, f"^Vulkan constant 'p_0_weight' .* {ON_CUDA}"
         ):
             builder.maybe_add_constant_tensor(weight)
+
+
+@unittest.skipUnless(os.name == "posix", "simulated device memory needs POSIX mmap")
+@unittest.skipIf(RUNTIME_UNAVAILABLE is not None, str(RUNTIME_UNAVAILABLE))
+class TestRuntime(unittest.TestCase):
+    """Each test keeps its Program: a Method loaded from bytes reads them where the Program
+    holds them, and ExecuTorch frees them with the Program (a crash, guard or not)."""
+
+    def inputs(self, device_index: int | None = None) -> list[torch.Tensor]:
+        """x and y of host_program, the one at `device_index` in simulated device memory."""
+        inputs = [torch.randn(2, 4), torch.randn(2, 4)]
+        if device_index is not None:
+            simulate_device(inputs[device_index])
+        return inputs
+
+    def test_runtime_refuses_device_inputs_that_the_method_reads_on_the_host(
+        self,
+    ) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            for planned in (True, False):
+                buffer = host_program(planned)
+                (path := Path(tmp, "add.pte")).write_bytes(buffer)
+                sources = {"bytes": buffer, "file": io.BytesIO(buffer), "path": path}
+                for kind, source in {**sources, "str": str(path)}.items():
+                    program = Runtime.get().load_program(source)
+                    method = program.load_method("forward")
+                    for index in (0, 1):
+                        message = (
+                            f"Input {index} of method 'forward' (shape [2, 4], dtype "
+                            f"torch.float32) {ON_CUDA}. Pass host tensors with .cpu(), "
+                            "or lower a program meant for the GPU with CudaPartitioner."
+                        )
+                        with (
+                            self.subTest(planned=planned, source=kind, index=index),
+                            self.assertRaisesRegex(
+                                RuntimeError, f"^{re.escape(message)}$"
+                            ),
+                        ):
+                            method.execute(self.inputs(index))
+                    x, y = self.inputs()
+                    (result,) = method.execute([x, y])
+                    self.assertTrue(torch.equal(result, x + y))
+
+    def test_runtime_inputs_that_the_bindings_refuse_first_keep_their_error(
+        self,
+    ) -> None:
+        program = Runtime.get().load_program(host_program(True))
+        method = program.load_method("forward")
+        x, y = self.inputs(1)
+        refused = [
+            ([x.t(), y], "^Input 0 for method forward should be contiguous"),
+            (["x", y], "^Unsupported python type <class 'str'>"),
+        ]
+        if RELEASE >= (1, 5):
+            meta = torch.ones(2, 4, device="meta")
+            refused.append(([meta, y], "^Input 0 for method forward is on device meta"))
+        for inputs, error in refused:
+            with self.subTest(error=error), self.assertRaisesRegex(RuntimeError, error):
+                method.execute(inputs)
+
+    @unittest.skipIf(
+        RELEASE < (1, 4),
+        "before executorch 1.4.0 no program plans a method's inputs on a device",
+    )
+    def test_runtime_runs_device_inputs_that_the_program_plans_on_the_device(
+        self,
+    ) -> None:
+        buffer = device_inputs_program()
+        outcomes = []
+        for on in (False, True):
+            with guard_set(on):
+                program = Runtime.get().load_program(buffer)
+                method = program.load_method("forward")
+                # What ExecuTorch does next, guard or not: on a CPU build of torch, the
+                # bindings cannot return the output that the program leaves on cuda:0.
+                try:
+                    outcomes.append(repr(method.execute(self.inputs(0))))
+                except RuntimeError as error:
+                    outcomes.append(str(error).split("\n")[0])
+        self.assertEqual(outcomes[0], outcomes[1])
+        self.assertNotIn("not in host memory", outcomes[1])
+
+    def test_runtime_meta_inputs_say_they_hold_no_data(self) -> None:
+        program = Runtime.get().load_program(host_program(True))
+        method = program.load_method("forward")
+        x = torch.ones(2, 4)
+        if RELEASE >= (1, 5):  # the bindings refuse a meta tensor themselves
+            error = (
+                "Input 1 for method forward is on device meta, and only CPU and CUDA "
+                "tensors can be passed to a method."
+            )
+        else:  # a method copies nothing from it, and runs on what its input held
+            error = (
+                "Input 1 of method 'forward' (shape [2, 4], dtype torch.float32) is on "
+                "meta, not in host memory. A meta or fake tensor holds no data."
+            )
+        with self.assertRaisesRegex(RuntimeError, f"^{re.escape(error)}$"):
+            method.execute([x, torch.ones(2, 4, device="meta")])
 
 
 class TestLowering(unittest.TestCase):

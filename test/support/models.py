@@ -91,3 +91,73 @@ def cuda_values() -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """Test values computed by the reproducer on cuda:0."""
     inputs = [torch.randn(2, 4).cuda()]
     return inputs, [linear().cuda()(*inputs)]
+
+
+class Add(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return x + y
+
+
+def host_program(planned: bool) -> bytes:
+    """x + y lowered on the CPU: its inputs planned in host memory, or (`planned` false) not
+    planned at all, when the method reads them where the caller's tensors are."""
+    from executorch.exir import ExecutorchBackendConfig
+    from executorch.exir.passes import MemoryPlanningPass
+
+    unplanned = MemoryPlanningPass(alloc_graph_input=False)
+    config = ExecutorchBackendConfig(memory_planning_pass=unplanned)
+    edge = to_edge_transform_and_lower(
+        export(Add(), (torch.ones(2, 4), torch.ones(2, 4)))
+    )
+    return edge.to_executorch(None if planned else config).buffer
+
+
+def device_inputs_program() -> bytes:
+    """x + y delegated to XNNPACK with a compile spec that makes PropagateDevicePass (1.4.0 on)
+    place its inputs on cuda:0, and skip_h2d_for_method_inputs: the program plans its inputs
+    on the device, as a GPU program built this way does."""
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
+        XnnpackPartitioner,
+    )
+    from executorch.exir import ExecutorchBackendConfig
+    from executorch.exir.backend.compile_spec_schema import CompileSpec
+    from executorch.exir.lowered_backend_module import LoweredBackendModule
+    from executorch.exir.passes import MemoryPlanningPass
+    from executorch.exir.passes.propagate_device_config import PropagateDeviceConfig
+    from executorch.exir.passes.propagate_device_pass import (
+        TARGET_DEVICE_COMPILE_SPEC_KEY,
+    )
+
+    edge = to_edge_transform_and_lower(
+        export(Add(), (torch.ones(2, 4), torch.ones(2, 4))),
+        partitioner=[XnnpackPartitioner()],
+    )
+    for module in edge.exported_program().graph_module.modules():
+        if isinstance(module, LoweredBackendModule):
+            spec = CompileSpec(TARGET_DEVICE_COMPILE_SPEC_KEY, b"cuda:0")
+            module._compile_specs.append(spec)
+    skip = PropagateDeviceConfig(
+        skip_h2d_for_method_inputs=True, skip_d2h_for_method_outputs=True
+    )
+    unplanned = MemoryPlanningPass(alloc_graph_input=False, alloc_graph_output=False)
+    config = ExecutorchBackendConfig(
+        propagate_device_config=skip, memory_planning_pass=unplanned
+    )
+    return edge.to_executorch(config).buffer
+
+
+def runtime_failure() -> str | None:
+    """Why executorch.runtime cannot run programs here, or None: a release's runtime is built
+    against one torch (1.5.1's does not load with torch 2.11)."""
+    from importlib.metadata import version
+
+    from executorch.runtime import Runtime
+
+    try:
+        Runtime.get()
+    except (ImportError, OSError) as error:
+        return (
+            f"executorch {version('executorch')}'s runtime does not load with torch "
+            f"{torch.__version__}: {error}"
+        )
+    return None
