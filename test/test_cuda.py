@@ -17,7 +17,7 @@ from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 from executorch.exir.error import InternalError
 from executorch_device_guard._selfcheck import SIGSEGV
 from guard import guard_set
-from models import linear, stored
+from models import linear, runtime_failure, stored
 from torch.export import export
 
 ON_CUDA = r"\(shape \[3, 4\], dtype torch.float32\) is on cuda:0, not in host memory"
@@ -87,6 +87,24 @@ class TestCuda(unittest.TestCase):
                 self.assertRaisesRegex(TypeError, "can't convert cuda:0"),
             ):
                 stored(tensor.cuda())
+
+    def test_cuda_runtime_inputs_crash_unguarded_and_raise_guarded(self) -> None:
+        if failure := runtime_failure():
+            self.skipTest(failure)
+        for planning in ("planned", "unplanned"):
+            with self.subTest(planning=planning):
+                self.assert_crashes_unguarded("cuda_runtime", planning)
+                with (
+                    guard_set(True),
+                    self.assertRaisesRegex(
+                        RuntimeError,
+                        r"^Input 1 of method 'forward' \(shape \[2, 4\], dtype "
+                        r"torch.float32\) is on cuda:0, not in host memory\. Pass host "
+                        r"tensors with \.cpu\(\), or lower a program meant for the GPU "
+                        r"with CudaPartitioner\.$",
+                    ),
+                ):
+                    children.cuda_runtime(planning)
 
     @unittest.skipUnless(
         importlib.util.find_spec("executorch.backends.cuda"), "no CUDA backend"

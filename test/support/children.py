@@ -219,6 +219,18 @@ def cuda_bundled() -> None:
     bundle(*cuda_values())
 
 
+def cuda_runtime(planning: str) -> None:
+    """x + y lowered on the CPU, its inputs planned in host memory or not planned, run by
+    executorch.runtime with y on cuda:0."""
+    import torch
+    from executorch.runtime import Runtime
+    from models import host_program
+
+    program = Runtime.get().load_program(host_program(planning == "planned"))
+    method = program.load_method("forward")
+    method.execute([torch.ones(2, 4), torch.ones(2, 4).cuda()])
+
+
 def probe() -> dict[str, bool]:
     """For the series' checks (upstream/): whether the guard wraps the emitter's read of
     constants, and whether that read has the series' check."""
@@ -241,6 +253,7 @@ CHILDREN: dict[str, Callable[..., object | None]] = {
         cuda_delegated,
         cuda_constant_method,
         cuda_bundled,
+        cuda_runtime,
         probe,
     )
 }

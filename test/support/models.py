@@ -6,6 +6,12 @@
 
 """Small models and helpers that the tests and their child programs share."""
 
+import functools
+import os
+import subprocess
+import sys
+from importlib.metadata import version
+
 import torch
 from executorch.devtools import BundledProgram
 from executorch.devtools.bundled_program.config import MethodTestCase, MethodTestSuite
@@ -146,18 +152,19 @@ def device_inputs_program() -> bytes:
     return edge.to_executorch(config).buffer
 
 
+@functools.cache
 def runtime_failure() -> str | None:
     """Why executorch.runtime cannot run programs here, or None: a release's runtime is built
-    against one torch (1.5.1's does not load with torch 2.11)."""
-    from importlib.metadata import version
-
-    from executorch.runtime import Runtime
-
-    try:
-        Runtime.get()
-    except (ImportError, OSError) as error:
-        return (
-            f"executorch {version('executorch')}'s runtime does not load with torch "
-            f"{torch.__version__}: {error}"
-        )
-    return None
+    against one torch (1.5.1's does not load with torch 2.11). Tried in a child, where a
+    runtime that crashes on load takes only the child down."""
+    load = "from executorch.runtime import Runtime; Runtime.get()"
+    done = subprocess.run(
+        [sys.executable, "-c", load], capture_output=True, text=True, env=os.environ
+    )
+    if done.returncode == 0:
+        return None
+    last = (done.stderr.strip().splitlines() or [""])[-1]
+    return (
+        f"executorch {version('executorch')}'s runtime does not load with torch "
+        f"{torch.__version__} (exit status {done.returncode}): {last}"
+    )
