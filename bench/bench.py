@@ -17,6 +17,9 @@ at interpreter start, and the figure that matters, the guard's own time, is mete
 each guarded child, which pyperf does not report. Whole-run ratios cannot show 1% on a
 shared machine; the guard's own time, metered in each guarded run, can.
 
+`Method.execute` of a small program (executorch.runtime) is timed per call over CALLS calls of
+host inputs, the path every run takes; `python bench/bench.py execute` measures only that.
+
 `to_executorch()` and XNNPACK's lowering run at each of SIZES constants. An XNNPACK lowering
 of 2,500 layers takes minutes on 2 cores, so its sizes run XNNPACK_PAIRS pairs: the guard's
 share, not the wall ratio, is the row that shows whether its cost grows with the program."""
@@ -38,6 +41,7 @@ SIZES = (250, 1000, 2500)  # constants: buffers of 16 floats, or Linear(16, 16) 
 STARTS = 15  # interpreter starts
 PAIRS = 3  # guarded and unguarded runs per measurement
 XNNPACK_PAIRS = 1
+CALLS = 20_000  # Method.execute calls per child, after as many again to warm up
 HEADERS = ("measurement", "guarded", "unguarded", "ratio", "spread", "goal", "met")
 
 
@@ -136,6 +140,36 @@ def xnnpack_child(meter: Meter, size: int) -> float:
     return time.perf_counter() - start
 
 
+def execute_child(meter: Meter) -> float:
+    """One `Method.execute` call's wall time, of x + y on two 2x4 host tensors: the guard's
+    check of each input, on the path of every call. The meter's clock reads would be a large
+    part of a call, so the guard's own time is metered in calls after the timed ones."""
+    import torch
+    from executorch.exir import to_edge_transform_and_lower
+    from executorch.runtime import Runtime
+
+    class Add(torch.nn.Module):
+        def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            return x + y
+
+    inputs = [torch.randn(2, 4), torch.randn(2, 4)]
+    exported = torch.export.export(Add(), tuple(inputs))
+    buffer = to_edge_transform_and_lower(exported).to_executorch().buffer
+    program = Runtime.get().load_program(buffer)
+    method = program.load_method("forward")
+    for _ in range(CALLS):
+        method.execute(inputs)
+    start = time.perf_counter()
+    for _ in range(CALLS):
+        method.execute(inputs)
+    wall = (time.perf_counter() - start) / CALLS
+    meter_sites(meter)  # the guard keeps the loaded method's program across this
+    for _ in range(CALLS):
+        method.execute(inputs)
+    meter.seconds /= CALLS
+    return wall
+
+
 def import_child(meter: Meter) -> float:
     """The first `import executorch.exir`, the guard's finder and patching metered."""
     _hook._Finder.find_spec = meter.add(_hook._Finder.find_spec)  # type: ignore[method-assign]
@@ -187,6 +221,37 @@ class Paired:
         ]
 
 
+def execute_rows(paired: Paired) -> list[list[str]]:
+    """Per call, in microseconds, the guard's own time as a share of the unmetered guarded
+    wall; no goal: a call of a small program is mostly overhead."""
+    walls = [
+        f"{median(r['wall'] for r in side) * 1e6:.2f} us"
+        for side in (paired.on, paired.off)
+    ]
+    own = median(run["guard"] for run in paired.on)
+    spread = f"{paired.ratios[0] - 1:+.1%} .. {paired.ratios[-1] - 1:+.1%}"
+    shares = f"+{paired.shares[0]:.1%} .. +{paired.shares[-1]:.1%}"
+    name = "`Method.execute`, 2 host inputs, per call"
+    return [
+        [f"{name}, wall", *walls, f"{median(paired.ratios):.3f}", spread, "-", "-"],
+        [f"{name}, time in the guard's own code", f"{own * 1e6:.2f} us"]
+        + ["-", "-", shares, "-", "-"],
+    ]
+
+
+def print_table(rows: list[list[str]], started: float) -> None:
+    from importlib.metadata import version
+
+    names = ("torch", "executorch", "executorch-device-guard")
+    versions = ", ".join(f"{name} {version(name)}" for name in names)
+    print(f"\n{os.cpu_count()} cores, Python {sys.version.split()[0]}, {versions}\n")
+    for row in [HEADERS, ["-" * len(h) for h in HEADERS], *rows]:
+        print("| " + " | ".join(row) + " |")
+    print(
+        f"\n{PAIRS} pairs ({XNNPACK_PAIRS} for XNNPACK), {time.perf_counter() - started:.0f} s"
+    )
+
+
 def start_rows() -> list[list[str]]:
     """What the startup line costs at interpreter start, and what it imports."""
     child(["-c", "pass"], True)  # writes the package's bytecode once
@@ -231,15 +296,20 @@ def main() -> None:
             wall = to_executorch_child(meter, int(sys.argv[3]))
         elif sys.argv[2:3] == ["xnnpack"]:
             wall = xnnpack_child(meter, int(sys.argv[3]))
+        elif sys.argv[2:3] == ["execute"]:
+            wall = execute_child(meter)
         else:
             wall = import_child(meter)
         patched = len(status().patched)
         print(json.dumps({"wall": wall, "guard": meter.seconds, "patched": patched}))
         return
-    from importlib.metadata import version
-
-    started, rows = time.perf_counter(), start_rows()
+    started = time.perf_counter()
+    if sys.argv[1:2] == ["execute"]:
+        print_table(execute_rows(Paired(["execute"], PAIRS)), started)
+        return
+    rows = start_rows()
     rows += Paired([], PAIRS).rows("first `import executorch.exir`")
+    rows += execute_rows(Paired(["execute"], PAIRS))
     for kind, title, pairs in (
         ("to_executorch", "to_executorch()", PAIRS),
         ("xnnpack", "XNNPACK lowering + to_executorch()", XNNPACK_PAIRS),
@@ -251,14 +321,7 @@ def main() -> None:
             measured.append(paired)
             print(f"{title}, {size} constants: {time.perf_counter() - started:.0f} s")
         rows.append(scaling_row(title, measured))
-    names = ("torch", "executorch", "executorch-device-guard")
-    versions = ", ".join(f"{name} {version(name)}" for name in names)
-    print(f"\n{os.cpu_count()} cores, Python {sys.version.split()[0]}, {versions}\n")
-    for row in [HEADERS, ["-" * len(h) for h in HEADERS], *rows]:
-        print("| " + " | ".join(row) + " |")
-    print(
-        f"\n{PAIRS} pairs ({XNNPACK_PAIRS} for XNNPACK), {time.perf_counter() - started:.0f} s"
-    )
+    print_table(rows, started)
 
 
 if __name__ == "__main__":

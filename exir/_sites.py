@@ -245,7 +245,12 @@ def runtime_inputs(original: Original, self: Any, inputs: Sequence[Any]) -> Any:
     """The follow-up's check where the bindings convert each input, in their order, up to the
     first input they refuse themselves: a CUDA tensor for an input that the method reads in host
     memory. Before 1.5.0 the bindings take a tensor on any device, which the method reads on the
-    host: those raise too."""
+    host: those raise too. Host inputs, every call's path, cost one device check each."""
+    for value in inputs:
+        if type(value) is torch.Tensor and value.untyped_storage().device.type != "cpu":
+            break
+    else:
+        return original(self, inputs)
     plan = _method_plans.get(self)
     if plan is None:  # loaded before the guard was on
         return original(self, inputs)
