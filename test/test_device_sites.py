@@ -245,11 +245,10 @@ class TestRuntime(unittest.TestCase):
                             f"torch.float32) {ON_CUDA}. Pass host tensors with .cpu(), "
                             "or lower a program meant for the GPU with CudaPartitioner."
                         )
-                        with (
-                            self.subTest(planned=planned, source=kind, index=index),
-                            self.assertRaisesRegex(
-                                RuntimeError, f"^{re.escape(message)}$"
-                            ),
+                        with self.assertRaisesRegex(
+                            RuntimeError,
+                            f"^{re.escape(message)}$",
+                            msg=f"planned {planned}, from {kind}, input {index}",
                         ):
                             method.execute(self.inputs(index))
                     x, y = self.inputs()
