@@ -227,10 +227,11 @@ _BINDINGS_REFUSE_OTHER_DEVICES = not _release_before("1.5.0")
 def runtime_program(
     original: Original, self: Any, data: Any, *args: Any, **kwargs: Any
 ) -> Any:
-    """Keeps where the program's bytes are: its path, or the bytes that the Program holds."""
+    """Keeps where the program's bytes are: its absolute path (the working directory may
+    change before the guard reads it), or the bytes that the Program holds."""
     program = original(self, data, *args, **kwargs)
     path = isinstance(data, (str, os.PathLike))
-    _program_sources[program] = data if path else program._data
+    _program_sources[program] = os.path.abspath(data) if path else program._data
     return program
 
 
