@@ -15,6 +15,7 @@ MOVE_PROGRAM = "Call torch.export.passes.move_to_device_pass(exported_program, '
 CONSTANT_METHODS = "Pass host tensors in constant_methods"
 BUNDLED = "Pass host tensors to MethodTestCase"
 NO_DATA = "A meta or fake tensor holds no data"
+CPU_KERNEL = "Pass host tensors (.cpu()): its kernel runs on the CPU only"
 
 
 def what_to_do(device: torch.device, way_out: str) -> str:
