@@ -41,9 +41,7 @@ class Operator(NamedTuple):
     operator with a CPU kernel only (_sites.device_kernels)."""
 
     module: str
-    qualname: (
-        str  # torch's name for the operator, "llama::custom_sdpa": all its overloads
-    )
+    qualname: str  # torch's name, "llama::custom_sdpa": all its overloads
     since: str  # the first executorch release that has it
 
 

@@ -246,10 +246,9 @@ def _refusal(overload: str, key: str) -> Callable[..., NoReturn]:
     has no kernel for that key, then the first tensor on the device, by its argument's name."""
     namespace, name = overload.split("::")
     packet, _, overload_name = name.partition(".")
-    schema = getattr(getattr(torch.ops, namespace), packet)
-    arguments = [
-        a.name for a in getattr(schema, overload_name or "default")._schema.arguments
-    ]
+    operator = getattr(getattr(torch.ops, namespace), packet)
+    schema = getattr(operator, overload_name or "default")._schema
+    arguments = [argument.name for argument in schema.arguments]
 
     def refuse(*args: Any, **kwargs: Any) -> NoReturn:
         message = f"Could not run '{overload}' with arguments from the '{key}' backend."
