@@ -32,7 +32,8 @@ def main() -> int:
     for module in sorted(MODULES):
         try:
             importlib.import_module(module)
-        except ImportError as e:  # a backend this ExecuTorch build lacks
+        # A backend this ExecuTorch build lacks, or a C++ library built for another torch.
+        except (ImportError, OSError) as e:
             print(f"not importable: {module} ({e})")
     state = status()
     print(headline(state.installed))

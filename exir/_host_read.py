@@ -16,6 +16,7 @@ CONSTANT_METHODS = "Pass host tensors in constant_methods"
 BUNDLED = "Pass host tensors to MethodTestCase"
 RUNTIME_INPUT = "Pass host tensors with .cpu(), or lower a program meant for the GPU with CudaPartitioner"
 NO_DATA = "A meta or fake tensor holds no data"
+CPU_KERNEL = "Pass host tensors (.cpu()): its kernel runs on the CPU only"
 
 
 def what_to_do(device: torch.device, way_out: str) -> str:

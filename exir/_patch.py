@@ -5,7 +5,7 @@
 # LICENSE file in the root directory of this source tree.
 
 """The table of guarded sites, and the wrapping: each site's function is wrapped, or left alone
-with one warning.
+with one warning; an operator site gets kernels for the devices, or is left alone likewise.
 
 A site is wrapped only if its function is where the table says and its leading parameters carry
 the names that its wrapper in _sites expects; otherwise ExecuTorch's internals differ from the
@@ -33,7 +33,22 @@ class Site(NamedTuple):
     since: str  # the first executorch release that has it
 
 
-SITES: tuple[Site, ...] = (
+class Operator(NamedTuple):
+    """An operator of ExecuTorch's C++ custom ops library that is registered for every device
+    (CompositeExplicitAutograd) with a kernel that reads host memory: on a device tensor it dies
+    of SIGSEGV. Importing `module` loads the library; the guard then registers, for each device
+    dispatch key without a kernel of its own, one that refuses the call as torch refuses an
+    operator with a CPU kernel only (_sites.device_kernels)."""
+
+    module: str
+    qualname: str  # torch's name, "llama::custom_sdpa": all its overloads
+    since: str  # the first executorch release that has it
+
+
+# The module that loads ExecuTorch's LLM custom ops library (libcustom_ops_aot_lib).
+CUSTOM_OPS = "executorch.extension.llm.custom_ops.custom_ops"
+
+SITES: tuple[Site | Operator, ...] = (
     Site(
         "executorch.exir.emit._emitter",
         "_Emitter._tensor_spec_to_evalue",
@@ -86,6 +101,16 @@ SITES: tuple[Site, ...] = (
     Site("executorch.runtime", "Runtime.load_program", "runtime_program", "1.0.0"),
     Site("executorch.runtime", "Program.load_method", "runtime_method", "1.0.0"),
     Site("executorch.runtime", "Method.execute", "runtime_inputs", "1.0.0"),
+    Operator(CUSTOM_OPS, "llama::sdpa_with_kv_cache", "1.0.0"),
+    Operator(CUSTOM_OPS, "llama::custom_sdpa", "1.0.0"),
+    Operator(CUSTOM_OPS, "llama::custom_quantized_sdpa", "1.0.0"),
+    Operator(CUSTOM_OPS, "llama::update_cache", "1.0.0"),
+    Operator(CUSTOM_OPS, "llama::update_cache_with_indices", "1.0.0"),
+    Operator(CUSTOM_OPS, "llama::fast_hadamard_transform", "1.0.0"),
+    Operator(CUSTOM_OPS, "llama::channelwise_gated_delta_rule", "1.4.0"),
+    Operator(CUSTOM_OPS, "llama::gated_delta_rule", "1.5.0"),
+    Operator(CUSTOM_OPS, "llama::quantized_moe_ffn", "1.5.0"),
+    Operator(CUSTOM_OPS, "preprocess::tile_crop", "1.0.0"),
 )
 MODULES = frozenset(site.module for site in SITES)
 
@@ -97,9 +122,13 @@ class Patched(NamedTuple):
     guarded: Callable[..., Any]
 
 
+class Registered(NamedTuple):
+    library: Any  # the torch.library.Library that holds an operator site's kernels
+
+
 # What the guard has done in this process; restore_all() empties all three. WARNED holds the
 # one site warned about: the first that differs from the supported releases.
-PATCHED: dict[str, Patched] = {}  # site -> its wrapping
+PATCHED: dict[str, Patched | Registered] = {}  # site -> its wrapping or kernels
 SKIPPED: dict[str, str] = {}  # site -> why it was left alone
 WARNED: list[str] = []
 
@@ -111,14 +140,20 @@ def wrapper(site: Site) -> Callable[..., Any]:
     return _sites.WRAPPERS[site.wrapper_name]
 
 
-def patch_module(module: ModuleType, sites: tuple[Site, ...] = SITES) -> None:
-    """Wraps every site of `module` that is not wrapped (a reload makes new ones) or skipped."""
+def patch_module(
+    module: ModuleType, sites: tuple[Site | Operator, ...] = SITES
+) -> None:
+    """Wraps every site of `module` that is not wrapped (a reload makes new ones) or skipped,
+    and registers the kernels of its operator sites."""
     for site in sites:
         name = f"{site.module}.{site.qualname}"
         if site.module != module.__name__ or name in SKIPPED:
             continue
         try:
-            _patch(name, module, site)
+            if isinstance(site, Operator):
+                _register(name, site)
+            else:
+                _patch(name, module, site)
         except Exception as e:  # never break `import executorch`
             # A site that came later: nothing changed, nothing to say.
             if _release_before(site.since):
@@ -162,7 +197,8 @@ def _patch(name: str, module: ModuleType, site: Site) -> None:
     if attr not in vars(owner):
         raise AttributeError(f"{site.qualname} is not defined in {module.__name__}")
     original = vars(owner)[attr]
-    if name in PATCHED and PATCHED[name].guarded is original:  # install() again
+    patched = PATCHED.get(name)
+    if isinstance(patched, Patched) and patched.guarded is original:  # install() again
         return
     around = wrapper(site)
     expected = _positional_names(around)[1:]
@@ -178,6 +214,14 @@ def _patch(name: str, module: ModuleType, site: Site) -> None:
     PATCHED[name] = Patched(owner, attr, original, guarded)
 
 
+def _register(name: str, site: Operator) -> None:
+    if name in PATCHED:  # install() again, or a reload: the kernels outlive the module
+        return
+    from . import _sites
+
+    PATCHED[name] = Registered(_sites.device_kernels(site.qualname))
+
+
 def _positional_names(function: Callable[..., Any]) -> list[str]:
     import inspect
 
@@ -187,9 +231,13 @@ def _positional_names(function: Callable[..., Any]) -> list[str]:
 
 
 def restore_all() -> None:
-    """Puts every original function back and forgets the skipped sites and the warning."""
+    """Puts every original function back, removes the operator sites' kernels, and forgets the
+    skipped sites and the warning."""
     for patched in PATCHED.values():
-        setattr(patched.owner, patched.attr, patched.original)
+        if isinstance(patched, Registered):
+            patched.library._destroy()
+        else:
+            setattr(patched.owner, patched.attr, patched.original)
     PATCHED.clear()
     SKIPPED.clear()
     WARNED.clear()

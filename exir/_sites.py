@@ -6,7 +6,7 @@
 
 """The wrappers that _patch puts, one for each row of _patch.SITES, around ExecuTorch's host reads
 of tensor bytes, and around the three places where lowering a program exported on a device fails
-before the emitter.
+before the emitter; and the kernels that refuse device tensors for the operator sites.
 
 Each takes the original function first, then the leading parameters it relies on, named as in
 ExecuTorch: _patch compares those names with the original's signature before it wraps anything.
@@ -22,7 +22,7 @@ import traceback
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 from executorch.exir.error import InternalError
@@ -31,6 +31,7 @@ from torch._export.verifier import SpecViolationError
 from ._host_read import (
     BUNDLED,
     CONSTANT_METHODS,
+    CPU_KERNEL,
     MOVE_PROGRAM,
     RUNTIME_INPUT,
     device_note,
@@ -284,6 +285,63 @@ def runtime_inputs(original: Original, self: Any, inputs: Sequence[Any]) -> Any:
                 )
             )
     return original(self, inputs)
+
+
+# The dispatch keys of devices whose memory the host does not read; HIP tensors dispatch as CUDA.
+DEVICE_KEYS = ("CUDA", "XPU", "MPS")
+
+
+def device_kernels(qualname: str) -> torch.library.Library:
+    """A library that gives each overload of the operator, for each of DEVICE_KEYS without a
+    kernel of its own, one that raises where the follow-up's torch refuses the call: the
+    follow-up registers the host kernels for CPU alone, not for every device."""
+    namespace = qualname.split("::")[0]
+    overloads = [
+        name
+        for name in torch._C._dispatch_get_all_op_names()
+        if name == qualname or name.startswith(f"{qualname}.")
+    ]
+    if not overloads:
+        raise LookupError(f"{qualname} is not registered")
+    for overload in overloads:
+        if not torch._C._dispatch_has_kernel_for_dispatch_key(
+            overload, "CompositeExplicitAutograd"
+        ):
+            raise LookupError(f"{overload} has no kernel for every device")
+    library = torch.library.Library(namespace, "IMPL")  # type: ignore[no-untyped-call]
+    for overload in overloads:
+        for key in DEVICE_KEYS:
+            if not torch._C._dispatch_has_kernel_for_dispatch_key(overload, key):
+                library.impl(overload, _refusal(overload, key), key)  # type: ignore[no-untyped-call]
+    return library
+
+
+def _refusal(overload: str, key: str) -> Callable[..., NoReturn]:
+    """The kernel of `overload` for dispatch key `key`: torch's first sentence where an operator
+    has no kernel for that key, then the first tensor on the device, by its argument's name."""
+    namespace, name = overload.split("::")
+    packet, _, overload_name = name.partition(".")
+    operator = getattr(getattr(torch.ops, namespace), packet)
+    schema = getattr(operator, overload_name or "default")._schema
+    arguments = [argument.name for argument in schema.arguments]
+
+    def refuse(*args: Any, **kwargs: Any) -> NoReturn:
+        message = f"Could not run '{overload}' with arguments from the '{key}' backend."
+        for argument, value in [*zip(arguments, args), *kwargs.items()]:
+            if isinstance(value, torch.Tensor):
+                device = value.untyped_storage().device
+                if device.type != "cpu":
+                    message += " " + host_read_message(
+                        f"Argument {argument!r}",
+                        value.shape,
+                        value.dtype,
+                        device,
+                        CPU_KERNEL,
+                    )
+                    break
+        raise NotImplementedError(message)
+
+    return refuse
 
 
 # Each wrapper by its __name__, which _patch.SITES names; test/support/mutant.py replaces one.

@@ -30,8 +30,10 @@ from unittest import mock
 
 import children
 import executorch_device_guard as guard
+import torch
 from executorch.exir.emit import _emitter
-from executorch_device_guard import ENV_VAR, _hook, _patch
+from executorch_device_guard import ENV_VAR, _hook, _patch, _sites
+from guard import custom_ops_error
 
 REPO = Path(__file__).resolve().parents[1]
 PTH = "executorch_device_guard.pth"
@@ -162,7 +164,11 @@ class TestState(unittest.TestCase):
         get_param_tensor, which node_visitor only imports, stays itself everywhere else."""
         for module in _patch.MODULES:
             importlib.import_module(module)
-        functions = [row for row in _patch.SITES if "." not in row.qualname]
+        functions = [
+            row
+            for row in _patch.SITES
+            if isinstance(row, _patch.Site) and "." not in row.qualname
+        ]
 
         def names() -> dict[str, list[str]]:
             """Every executorch.* name of each site's function as its module binds it now."""
@@ -234,6 +240,45 @@ class TestState(unittest.TestCase):
         found = self.patch_warnings(module, (site,))
         self.assertIs(vars(module._Emitter)["_tensor_spec_to_evalue"], original)
         self.assertEqual((len(found), _patch.PATCHED), (1, {}))
+
+    def test_operator_sites_follow_the_rules_of_the_other_sites(self) -> None:
+        """An operator this release lacks: skipped quietly where it came later, else with the
+        one warning; and nothing is registered."""
+        module = types.ModuleType(_patch.CUSTOM_OPS)
+        later = _patch.Operator(_patch.CUSTOM_OPS, "llama::not_yet", "99.0.0")
+        gone = _patch.Operator(_patch.CUSTOM_OPS, "llama::gone", "1.0.0")
+        self.assertEqual(self.patch_warnings(module, (later,)), [])
+        found = self.patch_warnings(module, (gone,))
+        self.assertEqual(len(found), 1)
+        self.assertIn("left executorch.extension.llm.custom_ops.custom_ops.", found[0])
+        self.assertIn("llama::gone is not registered", found[0])
+        version = guard.status().executorch_version
+        self.assertEqual(
+            _patch.SKIPPED,
+            {
+                f"{_patch.CUSTOM_OPS}.llama::not_yet": f"not in executorch {version} "
+                "(added in 99.0.0)",
+                f"{_patch.CUSTOM_OPS}.llama::gone": "llama::gone is not registered",
+            },
+        )
+        self.assertEqual(_patch.PATCHED, {})
+
+    @unittest.skipIf(custom_ops_error(), custom_ops_error())
+    def test_uninstall_removes_the_operator_kernels(self) -> None:
+        def kernels() -> list[bool]:
+            return [
+                torch._C._dispatch_has_kernel_for_dispatch_key(overload, key)
+                for overload in ("llama::custom_sdpa", "llama::update_cache.out")
+                for key in _sites.DEVICE_KEYS
+            ]
+
+        self.assertEqual(kernels(), [False] * 6)
+        guard.install()
+        guard.install()
+        self.assertEqual(kernels(), [True] * 6)
+        self.assertIn(f"{_patch.CUSTOM_OPS}.llama::custom_sdpa", guard.status().patched)
+        guard.uninstall()
+        self.assertEqual(kernels(), [False] * 6)
 
 
 class TestInstalls(unittest.TestCase):
@@ -335,6 +380,6 @@ class TestReadme(unittest.TestCase):
     def test_site_table_matches_code(self) -> None:
         readme = (REPO / "README.md").read_text()
         rows = re.findall(
-            r"^\| `(executorch\.[\w.]+)` \| `([\w.]+)` \|", readme, re.MULTILINE
+            r"^\| `(executorch\.[\w.]+)` \| `([\w.:]+)` \|", readme, re.MULTILINE
         )
         self.assertEqual(rows, [(site.module, site.qualname) for site in _patch.SITES])

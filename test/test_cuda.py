@@ -16,8 +16,8 @@ import torch
 from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 from executorch.exir.error import InternalError
 from executorch_device_guard._selfcheck import SIGSEGV
-from guard import guard_set
-from models import linear, runtime_failure, stored
+from guard import custom_ops_error, guard_set
+from models import CUSTOM_OPS, linear, runtime_failure, stored
 from torch.export import export
 
 ON_CUDA = r"\(shape \[3, 4\], dtype torch.float32\) is on cuda:0, not in host memory"
@@ -105,6 +105,37 @@ class TestCuda(unittest.TestCase):
                     ),
                 ):
                     children.cuda_runtime(planning)
+
+    @unittest.skipIf(custom_ops_error(), custom_ops_error())
+    def test_cuda_custom_ops_crash_unguarded_and_raise_guarded(self) -> None:
+        for name, argument in CUSTOM_OPS.items():
+            with self.subTest(op=name):
+                self.assert_crashes_unguarded("cuda_custom_op", name)
+                with (
+                    guard_set(True),
+                    self.assertRaisesRegex(
+                        NotImplementedError,
+                        rf"^Could not run 'llama::{name}' with arguments from the 'CUDA' "
+                        rf"backend\. Argument '{argument}' \(shape \[1, 1, 2, 4\], "
+                        r"dtype torch\.float32\) is on cuda:0, not in host memory\. ",
+                    ),
+                ):
+                    children.cuda_custom_op(name)
+
+    @unittest.skipIf(custom_ops_error(), custom_ops_error())
+    def test_cuda_llama_with_custom_ops_crashes_unguarded_and_raises_guarded(
+        self,
+    ) -> None:
+        self.assert_crashes_unguarded("cuda_llama")
+        with (
+            guard_set(True),
+            self.assertRaisesRegex(
+                NotImplementedError,
+                r"^Could not run 'llama::\w+' with arguments from the 'CUDA' backend\. "
+                r"Argument '\w+' \(shape \[.*\) is on cuda:0, not in host memory\. ",
+            ),
+        ):
+            children.cuda_llama()
 
     @unittest.skipUnless(
         importlib.util.find_spec("executorch.backends.cuda"), "no CUDA backend"

@@ -13,6 +13,7 @@ skip; the package also tests the device branch on machines without a GPU. test_s
 of these with the guard off, where it crashes (SIGSEGV) or fails as ExecuTorch does today.
 """
 
+import hashlib
 import io
 import os
 import re
@@ -40,12 +41,16 @@ from executorch.exir._serialize._named_data_store import NamedDataStore
 from executorch.exir.backend.utils import DelegateMappingBuilder
 from executorch.exir.error import InternalError
 from executorch.runtime import Runtime
-from guard import RELEASE, guard_set
+from executorch_device_guard import _patch, _sites
+from guard import RELEASE, custom_ops_error, guard_set
 from models import (
+    CUSTOM_OPS,
     EfficientAttention,
     WithBuffer,
     WithConstant,
     WithEmpty,
+    WithKVCache,
+    custom_op_arguments,
     device_inputs_program,
     host_program,
     linear,
@@ -310,6 +315,84 @@ class TestRuntime(unittest.TestCase):
             )
         with self.assertRaisesRegex(RuntimeError, f"^{re.escape(error)}$"):
             method.execute([x, torch.ones(2, 4, device="meta")])
+
+
+@unittest.skipIf(custom_ops_error(), custom_ops_error())
+class TestCustomOps(unittest.TestCase):
+    """ExecuTorch's LLM custom ops, whose kernel for every device reads host memory. Without a
+    GPU, a call reaches an operator's kernel for a device by dispatching to that device's key."""
+
+    def test_custom_ops_on_a_device_raise_naming_the_operator_and_the_tensor(
+        self,
+    ) -> None:
+        for name, argument in CUSTOM_OPS.items():
+            for key in _sites.DEVICE_KEYS:
+                arguments = custom_op_arguments(name, "cpu")
+                simulate_device(arguments[0])
+                operator = getattr(torch.ops.llama, name).default
+                keys = torch._C.DispatchKeySet(getattr(torch._C.DispatchKey, key))
+                with self.assertRaisesRegex(
+                    NotImplementedError,
+                    rf"^Could not run 'llama::{name}' with arguments from the '{key}' "
+                    rf"backend\. Argument '{argument}' \(shape \[1, 1, 2, 4\], dtype "
+                    rf"torch\.float32\) {ON_CUDA}\. Pass host tensors \(\.cpu\(\)\): "
+                    r"its kernel runs on the CPU only\.$",
+                ):
+                    operator.redispatch(keys, *arguments)
+
+    def test_every_overload_of_each_operator_site_refuses_each_device(self) -> None:
+        for site in _patch.SITES:
+            if isinstance(site, _patch.Operator) and not _patch._release_before(
+                site.since
+            ):
+                overloads = [
+                    name
+                    for name in torch._C._dispatch_get_all_op_names()
+                    if name.partition(".")[0] == site.qualname
+                ]
+                self.assertNotEqual(overloads, [], site.qualname)
+                for overload in overloads:
+                    for key in _sites.DEVICE_KEYS:
+                        self.assertTrue(
+                            torch._C._dispatch_has_kernel_for_dispatch_key(
+                                overload, key
+                            ),
+                            f"{overload} has no {key} kernel",
+                        )
+
+    def test_custom_ops_on_host_meta_and_fake_tensors_are_as_unguarded(self) -> None:
+        def outputs(device: str) -> list[torch.Tensor]:
+            """Each op's arguments after the call (caches are updated in place), and its
+            result, but update_cache's, which is left uninitialized."""
+            torch.manual_seed(0)
+            found = []
+            for name in CUSTOM_OPS:
+                arguments = custom_op_arguments(name, device)
+                result = getattr(torch.ops.llama, name)(*arguments)
+                found += [a for a in arguments if isinstance(a, torch.Tensor)]
+                found += [] if name == "update_cache" else [result]
+            return found
+
+        def lowered() -> list[str]:
+            """The exported, edge and ExecuTorch programs, from fake tensors."""
+            torch.manual_seed(0)
+            x = tuple(torch.rand(1, 1, 2, 4) for _ in range(3))
+            program = export(WithKVCache(), x)
+            edge = to_edge(program)
+            buffer = edge.to_executorch().buffer
+            graphs = (program.graph, edge.exported_program().graph)
+            return [*map(str, graphs), hashlib.sha256(buffer).hexdigest()]
+
+        with guard_set(False):
+            host, meta, programs = outputs("cpu"), outputs("meta"), lowered()
+        with guard_set(True):
+            for unguarded, guarded in zip(host, outputs("cpu"), strict=True):
+                self.assertTrue(torch.equal(unguarded, guarded))
+            for unguarded, guarded in zip(meta, outputs("meta"), strict=True):
+                self.assertEqual(
+                    (guarded.device.type, guarded.shape), ("meta", unguarded.shape)
+                )
+            self.assertEqual(lowered(), programs)
 
 
 class TestLowering(unittest.TestCase):

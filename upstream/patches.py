@@ -20,13 +20,15 @@ from unidiff import PatchSet
 
 from upstream import series
 
-TEST_FILE = "*/test/*test_*.py"  # upstream's test modules
+TEST_FILE = "*/test_*.py"  # upstream's test modules, in test/ or beside the code
 TEST_CODE = "*/test/*"  # what upstream's tests hold, helpers included
 
 
 def is_code(file: Any) -> bool:
     """A Python file that is not test code: the review counts its lines."""
-    return file.path.endswith(".py") and not fnmatch.fnmatch(file.path, TEST_CODE)
+    path = file.path
+    test = fnmatch.fnmatch(path, TEST_CODE) or fnmatch.fnmatch(path, TEST_FILE)
+    return path.endswith(".py") and not test
 
 
 def class_above(above: list[str], indent: int) -> str:

@@ -231,6 +231,26 @@ def cuda_runtime(planning: str) -> None:
     method.execute([torch.ones(2, 4), torch.ones(2, 4).cuda()])
 
 
+def cuda_custom_op(name: str) -> None:
+    """ExecuTorch's LLM custom op llama::NAME on cuda:0."""
+    import torch
+    from executorch.extension.llm.custom_ops import custom_ops  # noqa: F401
+    from models import custom_op_arguments
+
+    getattr(torch.ops.llama, name)(*custom_op_arguments(name, "cuda"))
+    torch.cuda.synchronize()
+
+
+def cuda_llama() -> None:
+    """The llama example's Transformer with the custom ops, one token on cuda:0."""
+    import torch
+    from executorch.extension.llm.custom_ops import custom_ops  # noqa: F401
+    from models import llama_step
+
+    llama_step("cuda")
+    torch.cuda.synchronize()
+
+
 def probe() -> dict[str, bool]:
     """For the series' checks (upstream/): whether the guard wraps the emitter's read of
     constants, and whether that read has the series' check."""
@@ -254,6 +274,8 @@ CHILDREN: dict[str, Callable[..., object | None]] = {
         cuda_constant_method,
         cuda_bundled,
         cuda_runtime,
+        cuda_custom_op,
+        cuda_llama,
         probe,
     )
 }

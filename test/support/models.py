@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from importlib.metadata import version
+from typing import Any
 
 import torch
 from executorch.devtools import BundledProgram
@@ -72,6 +73,90 @@ class EfficientAttention(torch.nn.Module):
     def forward(self, q: torch.Tensor) -> torch.Tensor:
         attention = torch.ops.aten._scaled_dot_product_efficient_attention
         return attention(q, q, q, None, False)[0]
+
+
+class WithKVCache(torch.nn.Module):
+    """One step of an LLM's attention through ExecuTorch's custom ops, once their library is
+    loaded: the new key and value written into the caches, attention over them, a rotation."""
+
+    k_cache: torch.Tensor
+    v_cache: torch.Tensor
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("k_cache", torch.zeros(1, 8, 2, 4))
+        self.register_buffer("v_cache", torch.zeros(1, 8, 2, 4))
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Any:
+        torch.ops.llama.update_cache(k, self.k_cache, 0)
+        torch.ops.llama.update_cache(v, self.v_cache, 0)
+        attention = torch.ops.llama.custom_sdpa(
+            q, self.k_cache, self.v_cache, 0, None, 0.0, True
+        )
+        return torch.ops.llama.fast_hadamard_transform(attention)
+
+
+# The LLM custom ops of every release that the issue saw die of SIGSEGV on CUDA tensors, each
+# with the name of its first argument.
+CUSTOM_OPS = {
+    "custom_sdpa": "query",
+    "update_cache": "value",
+    "sdpa_with_kv_cache": "query",
+    "fast_hadamard_transform": "mat",
+}
+
+
+def custom_op_arguments(name: str, device: str) -> tuple[Any, ...]:
+    """One step's arguments of llama::NAME on `device`: a query, key or value of one position
+    [1, 1, 2, 4] (batch, position, head, head size), caches of 8 positions."""
+
+    def new() -> torch.Tensor:
+        return torch.rand(1, 1, 2, 4, device=device)
+
+    def cache() -> torch.Tensor:
+        return torch.zeros(1, 8, 2, 4, device=device)
+
+    return {
+        "custom_sdpa": lambda: (new(), cache(), cache(), 0),
+        "update_cache": lambda: (new(), cache(), 0),
+        "sdpa_with_kv_cache": lambda: (new(), new(), new(), cache(), cache(), 0, 1),
+        "fast_hadamard_transform": lambda: (new(),),
+    }[name]()
+
+
+def llama_step(device: str) -> torch.Tensor:
+    """One token through a one-layer llama example Transformer with ExecuTorch's custom KV cache
+    and SDPA ops (their library loaded), moved to `device` after the replacement."""
+    from executorch.examples.models.llama.llama_transformer import (
+        construct_transformer,
+    )
+    from executorch.examples.models.llama.model_args import ModelArgs
+    from executorch.examples.models.llama.source_transformation.custom_kv_cache import (
+        replace_kv_cache_with_custom_kv_cache,
+    )
+    from executorch.examples.models.llama.source_transformation.sdpa import (
+        replace_sdpa_with_custom_op,
+    )
+
+    torch.manual_seed(0)
+    args = ModelArgs(
+        dim=16,
+        n_layers=1,
+        n_heads=2,
+        vocab_size=32,
+        max_seq_len=8,
+        max_context_len=8,
+        use_kv_cache=True,
+        use_sdpa_with_kv_cache_op=True,
+    )
+    model = construct_transformer(args).eval()
+    model = replace_sdpa_with_custom_op(replace_kv_cache_with_custom_kv_cache(model))
+    model = model.to(device)
+    tokens = torch.tensor([[1]], device=device)
+    output: torch.Tensor = model(
+        tokens, {"input_pos": torch.tensor([0], device=device)}
+    )
+    return output
 
 
 def stored(tensor: torch.Tensor) -> NamedDataStoreOutput:
