@@ -14,6 +14,7 @@ import torch
 MOVE_PROGRAM = "Call torch.export.passes.move_to_device_pass(exported_program, 'cpu') before to_edge or to_edge_transform_and_lower"
 CONSTANT_METHODS = "Pass host tensors in constant_methods"
 BUNDLED = "Pass host tensors to MethodTestCase"
+HOST_TENSORS = "Pass host tensors, with .cpu()"
 NO_DATA = "A meta or fake tensor holds no data"
 
 
