@@ -142,6 +142,7 @@ def wrapper(site: Site) -> Callable[..., Any]:
     # _sites imports from executorch.exir, whose import patches the sites in it: that comes
     # first, or a site outside it (the LLM runner's) would meet _sites half imported.
     import executorch.exir  # noqa: F401
+
     from . import _sites
 
     return _sites.WRAPPERS[site.wrapper_name]
