@@ -155,7 +155,7 @@ def bindings_problem(extension: str) -> str | None:
             get_sgd_optimizer({"w": parameter}).step({"w": torch.ones(2)})
     except Exception as error:  # whatever these bindings raise on a host tensor
         return (
-            f"executorch's {extension} bindings do not work with torch "
-            f"{torch.__version__}: {type(error).__name__}: {error}"
+            f"executorch's {extension} bindings cannot run here (torch "
+            f"{torch.__version__}): {type(error).__name__}: {error}"
         )
     return None
