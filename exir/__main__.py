@@ -32,8 +32,10 @@ def main() -> int:
     for module in sorted(MODULES):
         try:
             importlib.import_module(module)
-        # A backend this ExecuTorch build lacks, or a C++ library built for another torch.
-        except (ImportError, OSError) as e:
+        # A backend this ExecuTorch build lacks, or bindings built for another torch, which
+        # the LLM runner reports with RuntimeError (and a package whose bindings failed
+        # leaves a stale namespace package: a KeyError at its next import).
+        except Exception as e:
             print(f"not importable: {module} ({e})")
     state = status()
     print(headline(state.installed))

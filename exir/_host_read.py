@@ -14,9 +14,11 @@ import torch
 MOVE_PROGRAM = "Call torch.export.passes.move_to_device_pass(exported_program, 'cpu') before to_edge or to_edge_transform_and_lower"
 CONSTANT_METHODS = "Pass host tensors in constant_methods"
 BUNDLED = "Pass host tensors to MethodTestCase"
-RUNTIME_INPUT = "Pass host tensors with .cpu(), or lower a program meant for the GPU with CudaPartitioner"
+HOST_TENSORS = "Pass host tensors with .cpu()"
+RUNTIME_INPUT = (
+    f"{HOST_TENSORS}, or lower a program meant for the GPU with CudaPartitioner"
+)
 NO_DATA = "A meta or fake tensor holds no data"
-CPU_KERNEL = "Pass host tensors (.cpu()): its kernel runs on the CPU only"
 
 
 def what_to_do(device: torch.device, way_out: str) -> str:

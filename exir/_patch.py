@@ -111,6 +111,42 @@ SITES: tuple[Site | Operator, ...] = (
     Operator(CUSTOM_OPS, "llama::gated_delta_rule", "1.5.0"),
     Operator(CUSTOM_OPS, "llama::quantized_moe_ffn", "1.5.0"),
     Operator(CUSTOM_OPS, "preprocess::tile_crop", "1.0.0"),
+    Site(
+        "executorch.extension.llm.runner",
+        "make_image_input",
+        "llm_image_input",
+        "1.1.0",
+    ),
+    Site(
+        "executorch.extension.llm.runner",
+        "make_audio_input",
+        "llm_audio_input",
+        "1.1.0",
+    ),
+    Site(
+        "executorch.extension.llm.runner",
+        "make_raw_audio_input",
+        "llm_audio_input",
+        "1.1.0",
+    ),
+    Site(
+        "executorch.extension.training",
+        "get_sgd_optimizer",
+        "sgd_parameters",
+        "1.0.0",
+    ),
+    Site(
+        "executorch.extension.training.pybindings._training_lib",
+        "ExecuTorchSGD.step",
+        "sgd_gradients",
+        "1.0.0",
+    ),
+    Site(
+        "executorch.extension.training.pybindings._training_module",
+        "TrainingModule.forward_backward",
+        "training_inputs",
+        "1.0.0",
+    ),
 )
 MODULES = frozenset(site.module for site in SITES)
 
@@ -135,6 +171,10 @@ WARNED: list[str] = []
 
 def wrapper(site: Site) -> Callable[..., Any]:
     """The function of _sites that wraps `site`, imported now, when torch is loaded."""
+    # _sites imports from executorch.exir, whose import patches the sites in it: that comes
+    # first, or a site outside it (the LLM runner's) would meet _sites half imported.
+    import executorch.exir  # noqa: F401
+
     from . import _sites
 
     return _sites.WRAPPERS[site.wrapper_name]
@@ -226,8 +266,25 @@ def _positional_names(function: Callable[..., Any]) -> list[str]:
     import inspect
 
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    parameters = inspect.signature(function).parameters.values()
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except ValueError:  # a pybind11 function or method, which inspect cannot read
+        return _pybind11_positional_names(function)
     return [p.name for p in parameters if p.kind in kinds]
+
+
+def _pybind11_positional_names(function: Callable[..., Any]) -> list[str]:
+    """The positional parameter names in the signature that pybind11 writes as the first line
+    of a function's docstring, `name(a: T, b: U = 1) -> R`; `*args` and the keyword-only
+    parameters come after a `*`. One overload only: an overloaded function's docstring
+    starts otherwise."""
+    found = re.match(
+        rf"{re.escape(function.__name__)}\((.*)\) -> ", function.__doc__ or ""
+    )
+    if found is None:
+        raise TypeError(f"no signature found for {function.__name__}")
+    positional = found[1].partition("*")[0]
+    return re.findall(r"(?:^|, )(\w+): ", positional)
 
 
 def restore_all() -> None:

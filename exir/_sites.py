@@ -31,7 +31,7 @@ from torch._export.verifier import SpecViolationError
 from ._host_read import (
     BUNDLED,
     CONSTANT_METHODS,
-    CPU_KERNEL,
+    HOST_TENSORS,
     MOVE_PROGRAM,
     RUNTIME_INPUT,
     device_note,
@@ -336,12 +336,106 @@ def _refusal(overload: str, key: str) -> Callable[..., NoReturn]:
                         value.shape,
                         value.dtype,
                         device,
-                        CPU_KERNEL,
+                        HOST_TENSORS,
                     )
                     break
         raise NotImplementedError(message)
 
     return refuse
+
+
+def _check_host_tensor(subject: str, tensor: torch.Tensor) -> None:
+    """The follow-ups' check where ExecuTorch's bindings copy a tensor's bytes on the host:
+    their RuntimeError for one elsewhere; an empty one has no bytes to copy."""
+    device = tensor.untyped_storage().device
+    if device.type != "cpu" and tensor.numel() != 0:
+        raise RuntimeError(
+            host_read_message(
+                subject,
+                tensor.shape,
+                tensor.dtype,
+                device,
+                what_to_do(device, HOST_TENSORS),
+            )
+        )
+
+
+def llm_image_input(original: Original, image_tensor: Any) -> Any:
+    """make_image_input, which copies the image's bytes on the host."""
+    if isinstance(image_tensor, torch.Tensor):
+        _check_host_tensor(
+            f"{original.__name__}'s argument 'image_tensor'", image_tensor
+        )
+    return original(image_tensor)
+
+
+def llm_audio_input(original: Original, audio_tensor: Any) -> Any:
+    """make_audio_input and make_raw_audio_input, which copy the audio's bytes on the host."""
+    if isinstance(audio_tensor, torch.Tensor):
+        _check_host_tensor(
+            f"{original.__name__}'s argument 'audio_tensor'", audio_tensor
+        )
+    return original(audio_tensor)
+
+
+def _check_named_tensors(kind: str, tensors: Any) -> None:
+    """The follow-up's check of the optimizer's tensors, in the dict's order, once the bindings
+    have taken them as names and tensors (anything else keeps their error)."""
+    if isinstance(tensors, dict) and all(
+        isinstance(name, str) and isinstance(tensor, torch.Tensor)
+        for name, tensor in tensors.items()
+    ):
+        for name, tensor in tensors.items():
+            _check_host_tensor(f"{kind} {name!r}", tensor)
+
+
+def sgd_parameters(
+    original: Original, named_params: Any, *args: Any, **kwargs: Any
+) -> Any:
+    """get_sgd_optimizer, whose optimizer updates its parameters' memory on the host."""
+    _check_named_tensors("Parameter", named_params)
+    return original(named_params, *args, **kwargs)
+
+
+def sgd_gradients(original: Original, self: Any, arg0: Any) -> Any:
+    """ExecuTorchSGD.step, which reads the gradients on the host; arg0 is pybind11's name for
+    its unnamed parameter."""
+    _check_named_tensors("Gradient", arg0)
+    return original(self, arg0)
+
+
+def training_inputs(
+    original: Original, self: Any, method_name: str, inputs: Any
+) -> Any:
+    """TrainingModule.forward_backward. From executorch 1.5.0 the bindings pass a CUDA input to
+    the runtime as one, and a program that does not take it fails with an error code: the
+    follow-up raises its error from that failure, so a program that takes it runs. Before
+    1.5.0 they pass every input as host memory, which a CUDA one is not (SIGSEGV): there the
+    same error comes first."""
+    on_cuda = [
+        (index, value)
+        for index, value in enumerate(inputs)
+        if isinstance(value, torch.Tensor) and value.is_cuda and value.numel() != 0
+    ]
+    if on_cuda:
+        index, value = on_cuda[0]
+        message = host_read_message(
+            f"Input {index} of method {method_name!r}",
+            value.shape,
+            value.dtype,
+            value.device,
+            HOST_TENSORS,
+        )
+        if _release_before("1.5.0"):
+            raise RuntimeError(message)
+    try:
+        return original(self, method_name, inputs)
+    except RuntimeError as error:
+        # The follow-up names the input where the method's own run fails, not where the
+        # training metadata methods (__et_training_*) do.
+        if on_cuda and "__et_training_" not in str(error):
+            raise RuntimeError(message) from error
+        raise
 
 
 # Each wrapper by its __name__, which _patch.SITES names; test/support/mutant.py replaces one.
@@ -360,5 +454,10 @@ WRAPPERS: dict[str, Original] = {
         runtime_program,
         runtime_method,
         runtime_inputs,
+        llm_image_input,
+        llm_audio_input,
+        sgd_parameters,
+        sgd_gradients,
+        training_inputs,
     )
 }

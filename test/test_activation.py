@@ -34,6 +34,7 @@ import torch
 from executorch.exir.emit import _emitter
 from executorch_device_guard import ENV_VAR, _hook, _patch, _sites
 from guard import custom_ops_error
+from models import bindings_problem
 
 REPO = Path(__file__).resolve().parents[1]
 PTH = "executorch_device_guard.pth"
@@ -161,7 +162,8 @@ class TestState(unittest.TestCase):
 
     def test_only_the_site_modules_name_of_a_function_is_guarded(self) -> None:
         """A module-level site is its module's name for the function: XNNPACK's
-        get_param_tensor, which node_visitor only imports, stays itself everywhere else."""
+        get_param_tensor, which node_visitor only imports, stays itself everywhere else; so
+        do the bindings that the LLM runner's and training's packages re-export."""
         for module in _patch.MODULES:
             importlib.import_module(module)
         functions = [
@@ -189,8 +191,8 @@ class TestState(unittest.TestCase):
         self.assertGreater(len(before["get_param_tensor"]), 1)
         guard.install()
         self.assertEqual(len(guard.status().patched), len(_patch.SITES))
-        own = "executorch.backends.xnnpack.operators.node_visitor.get_param_tensor"
-        self.assertEqual(names(), {**before, "get_param_tensor": [own]})
+        own = {row.qualname: [f"{row.module}.{row.qualname}"] for row in functions}
+        self.assertEqual(names(), own)
         guard.uninstall()
         self.assertEqual(names(), before)
 
@@ -204,6 +206,38 @@ class TestState(unittest.TestCase):
         self.assertEqual(
             sorted(_patch.SKIPPED),
             [EMITTER.replace("_tensor_spec_to_evalue", "_emit_prim_getters"), EMITTER],
+        )
+
+    @unittest.skipIf(
+        bindings_problem("llm runner"), str(bindings_problem("llm runner"))
+    )
+    def test_pybind11_sites_are_checked_by_their_docstring_signature(self) -> None:
+        """pybind11's functions and methods have no signature that inspect reads: their
+        parameter names come from the line that pybind11 writes first in their docstring."""
+        from executorch.extension.llm.runner import _llm_runner
+        from executorch.extension.training.pybindings import _training_lib
+
+        sgd = _training_lib.ExecuTorchSGD
+        step = vars(sgd)["step"]
+        self.assertEqual(_patch._positional_names(step), ["self", "arg0"])
+        self.assertEqual(
+            _patch._positional_names(_training_lib.get_sgd_optimizer),
+            ["named_params", "lr", "momentum", "dampening", "weight_decay", "nesterov"],
+        )
+        guard.install()
+        self.assertIs(vars(sgd)["step"].__wrapped__, step)
+        guard.uninstall()
+        self.assertIs(vars(sgd)["step"], step)
+        # A binding whose parameter was renamed keeps its own behaviour, with the warning.
+        renamed = types.ModuleType("executorch.extension.llm.runner")
+        renamed.make_image_input = _llm_runner.make_text_input  # type: ignore[attr-defined]
+        site = "executorch.extension.llm.runner.make_image_input"
+        found = self.patch_warnings(renamed)
+        self.assertIs(renamed.make_image_input, _llm_runner.make_text_input)  # type: ignore[attr-defined]
+        self.assertIn(f"left {site} unpatched", found[0])
+        self.assertIn(
+            "expected leading parameters ['image_tensor'], found ['text']",
+            _patch.SKIPPED[site],
         )
 
     def test_uninstall_forgets_the_warning(self) -> None:

@@ -16,11 +16,20 @@ import torch
 from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 from executorch.exir.error import InternalError
 from executorch_device_guard._selfcheck import SIGSEGV
-from guard import custom_ops_error, guard_set
-from models import CUSTOM_OPS, linear, runtime_failure, stored
+from guard import RELEASE, custom_ops_error, guard_set
+from models import (
+    CUSTOM_OPS,
+    bindings_problem,
+    linear,
+    llm_inputs,
+    runtime_failure,
+    stored,
+    training_program,
+)
 from torch.export import export
 
 ON_CUDA = r"\(shape \[3, 4\], dtype torch.float32\) is on cuda:0, not in host memory"
+HOST_TENSORS = r"is on cuda:0, not in host memory\. Pass host tensors with \.cpu\(\)\.$"
 
 
 @unittest.skipUnless(torch.cuda.is_available(), "needs a CUDA device")
@@ -152,3 +161,69 @@ class TestCuda(unittest.TestCase):
         )
         with guard_set(True):
             self.assertGreater(len(edge.to_executorch().buffer), 0)
+
+    def test_cuda_llm_runner_inputs_crash_unguarded_and_raise_guarded(self) -> None:
+        if problem := bindings_problem("llm runner"):
+            self.skipTest(problem)
+        from executorch.extension.llm import runner
+
+        for function, (argument, tensor) in llm_inputs().items():
+            with self.subTest(function=function):
+                self.assert_crashes_unguarded("cuda_llm_input", function)
+                shape = ", ".join(map(str, tensor.shape))
+                with (
+                    guard_set(True),
+                    self.assertRaisesRegex(
+                        RuntimeError,
+                        rf"^{function}'s argument '{argument}' \(shape \[{shape}\], "
+                        rf"dtype {tensor.dtype}\) {HOST_TENSORS}",
+                    ),
+                ):
+                    getattr(runner, function)(tensor.cuda())
+
+    def test_cuda_sgd_crashes_unguarded_and_raises_guarded(self) -> None:
+        if problem := bindings_problem("training"):
+            self.skipTest(problem)
+        from executorch.extension.training import get_sgd_optimizer
+
+        for on_cuda in ("parameter", "gradient"):
+            with self.subTest(on_cuda=on_cuda):
+                self.assert_crashes_unguarded("cuda_sgd", on_cuda)
+        shape = r"'w' \(shape \[2, 3\], dtype torch.float32\)"
+        parameter = torch.ones(2, 3)
+        with guard_set(True):
+            with self.assertRaisesRegex(
+                RuntimeError, rf"^Parameter {shape} {HOST_TENSORS}"
+            ):
+                get_sgd_optimizer({"w": parameter.cuda()})
+            optimizer = get_sgd_optimizer({"w": parameter})
+            with self.assertRaisesRegex(
+                RuntimeError, rf"^Gradient {shape} {HOST_TENSORS}"
+            ):
+                optimizer.step({"w": torch.ones(2, 3).cuda()})
+
+    def test_cuda_training_input_fails_unguarded_and_raises_guarded(self) -> None:
+        if problem := bindings_problem("training"):
+            self.skipTest(problem)
+        module, (x, y) = training_program()
+        try:
+            module.forward_backward("forward", (x, y))
+        except RuntimeError as error:  # the runtime built for another torch
+            self.skipTest(f"executorch's runtime does not run here: {error}")
+        status, _, stderr = children.run("cuda_forward_backward", guard=False)
+        if RELEASE < (
+            1,
+            5,
+        ):  # the bindings hand the runtime device memory as host memory
+            self.assertEqual(status, SIGSEGV, stderr[-3000:])
+        else:  # they pass it as a CUDA tensor, which the runtime refuses
+            self.assertIn("Failed to execute method forward, error: 0x23", stderr)
+        with (
+            guard_set(True),
+            self.assertRaisesRegex(
+                RuntimeError,
+                rf"^Input 0 of method 'forward' \(shape \[3\], dtype torch.float32\) "
+                rf"{HOST_TENSORS}",
+            ),
+        ):
+            module.forward_backward("forward", (x.cuda(), y))

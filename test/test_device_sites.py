@@ -50,10 +50,12 @@ from models import (
     WithConstant,
     WithEmpty,
     WithKVCache,
+    bindings_problem,
     custom_op_arguments,
     device_inputs_program,
     host_program,
     linear,
+    llm_inputs,
     runtime_failure,
     stored,
 )
@@ -64,6 +66,9 @@ from torch.export import export
 
 ON_CUDA = "is on cuda:0, not in host memory"
 RUNTIME_UNAVAILABLE = runtime_failure()
+NO_DATA = "is on meta, not in host memory. A meta or fake tensor holds no data."
+LLM_RUNNER = bindings_problem("llm runner")
+TRAINING = bindings_problem("training")
 
 
 @unittest.skipUnless(os.name == "posix", "simulated device memory needs POSIX mmap")
@@ -335,8 +340,8 @@ class TestCustomOps(unittest.TestCase):
                     NotImplementedError,
                     rf"^Could not run 'llama::{name}' with arguments from the '{key}' "
                     rf"backend\. Argument '{argument}' \(shape \[1, 1, 2, 4\], dtype "
-                    rf"torch\.float32\) {ON_CUDA}\. Pass host tensors \(\.cpu\(\)\): "
-                    r"its kernel runs on the CPU only\.$",
+                    rf"torch\.float32\) {ON_CUDA}\. Pass host tensors with "
+                    r"\.cpu\(\)\.$",
                 ):
                     operator.redispatch(keys, *arguments)
 
@@ -444,3 +449,66 @@ class TestLowering(unittest.TestCase):
                 self.assertEqual(
                     [str(error) for error in self.lowering_errors(device)], unguarded
                 )
+
+
+class TestBindings(unittest.TestCase):
+    """The LLM runner's and training's bindings, which copy tensor bytes in C++: simulated
+    device memory does not reach them (they read the real host storage), meta does."""
+
+    @unittest.skipIf(LLM_RUNNER is not None, str(LLM_RUNNER))
+    def test_llm_runner_meta_inputs_raise_naming_their_argument(self) -> None:
+        from executorch.extension.llm import runner
+
+        for function, (argument, tensor) in llm_inputs().items():
+            with self.assertRaises(RuntimeError) as raised:
+                getattr(runner, function)(tensor.to("meta"))
+            self.assertEqual(
+                str(raised.exception),
+                f"{function}'s argument {argument!r} (shape {list(tensor.shape)}, "
+                f"dtype {tensor.dtype}) {NO_DATA}",
+            )
+
+    @unittest.skipIf(TRAINING is not None, str(TRAINING))
+    def test_sgd_meta_tensors_raise_naming_them(self) -> None:
+        from executorch.extension.training import get_sgd_optimizer
+
+        parameter = torch.ones(2, 3)
+        with self.assertRaisesRegex(
+            RuntimeError,
+            rf"^Parameter 'w' \(shape \[2, 3\], dtype torch.float32\) {NO_DATA}$",
+        ):
+            get_sgd_optimizer({"b": parameter[0], "w": parameter.to("meta")})
+        optimizer = get_sgd_optimizer({"w": parameter})
+        with self.assertRaisesRegex(
+            RuntimeError,
+            rf"^Gradient 'w' \(shape \[2, 3\], dtype torch.float32\) {NO_DATA}$",
+        ):
+            optimizer.step({"w": parameter.to("meta")})
+        optimizer.step({"w": torch.ones(2, 3)})
+        self.assertTrue(torch.equal(parameter, torch.full((2, 3), 0.9)))
+
+    @unittest.skipIf(TRAINING is not None, str(TRAINING))
+    def test_training_cuda_input_raises_where_its_method_fails(self) -> None:
+        """From executorch 1.5.0, the bindings pass a CUDA input to the runtime, which refuses
+        it for a program that does not take it (error 0x23, measured on a GPU): a stand-in for
+        those bindings, with a fake CUDA tensor, which the real ones do not take."""
+        from executorch.extension.training import TrainingModule
+
+        class Refusing:  # the bindings' ExecuTorchModule, as far as forward_backward uses it
+            def run_method(
+                self, name: str, inputs: object, **kwargs: object
+            ) -> list[int]:
+                if name.startswith("__et_training_"):
+                    return [0]
+                raise RuntimeError(f"Failed to execute method {name}, error: 0x23")
+
+        with FakeTensorMode():
+            on_cuda = torch.ones(3, device="cuda")
+        with self.assertRaisesRegex(
+            RuntimeError,
+            r"^Input 1 of method 'forward' \(shape \[3\], dtype torch.float32\) is on "
+            r"cuda:0, not in host memory\. Pass host tensors with \.cpu\(\)\.$",
+        ):
+            TrainingModule(Refusing()).forward_backward(  # type: ignore[arg-type]
+                "forward", (torch.ones(3), on_cuda)
+            )

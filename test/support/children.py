@@ -251,6 +251,32 @@ def cuda_llama() -> None:
     torch.cuda.synchronize()
 
 
+def cuda_llm_input(function: str) -> None:
+    """An LLM runner input function given its tensor on cuda:0."""
+    from executorch.extension.llm import runner
+    from models import llm_inputs
+
+    getattr(runner, function)(llm_inputs()[function][1].cuda())
+
+
+def cuda_sgd(on_cuda: str) -> None:
+    """An SGD step with the parameter and its gradient on cuda:0 ("parameter"), or with the
+    gradient alone there ("gradient")."""
+    import torch
+    from executorch.extension.training import get_sgd_optimizer
+
+    parameter = torch.ones(2, 3, device="cuda" if on_cuda == "parameter" else "cpu")
+    get_sgd_optimizer({"w": parameter}).step({"w": torch.ones(2, 3).cuda()})
+
+
+def cuda_forward_backward() -> None:
+    """A training step whose input is on cuda:0."""
+    from models import training_program
+
+    module, (x, y) = training_program()
+    module.forward_backward("forward", (x.cuda(), y))
+
+
 def probe() -> dict[str, bool]:
     """For the series' checks (upstream/): whether the guard wraps the emitter's read of
     constants, and whether that read has the series' check."""
@@ -276,6 +302,9 @@ CHILDREN: dict[str, Callable[..., object | None]] = {
         cuda_runtime,
         cuda_custom_op,
         cuda_llama,
+        cuda_llm_input,
+        cuda_sgd,
+        cuda_forward_backward,
         probe,
     )
 }

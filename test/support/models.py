@@ -253,3 +253,69 @@ def runtime_failure() -> str | None:
         f"executorch {version('executorch')}'s runtime does not load with torch "
         f"{torch.__version__} (exit status {done.returncode}): {last}"
     )
+
+
+def llm_inputs() -> dict[str, tuple[str, torch.Tensor]]:
+    """Each input function of the LLM runner, with its tensor argument's name and a host
+    tensor that it takes."""
+    return {
+        "make_image_input": ("image_tensor", torch.ones(3, 4, 4, dtype=torch.uint8)),
+        "make_audio_input": ("audio_tensor", torch.ones(1, 4, 4)),
+        "make_raw_audio_input": (
+            "audio_tensor",
+            torch.ones(1, 2, 4, dtype=torch.uint8),
+        ),
+    }
+
+
+class TrainStep(torch.nn.Module):
+    """Upstream's training test model: a loss, exported with its backward pass."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 3)
+        self.loss = torch.nn.CrossEntropyLoss()
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.loss(self.linear(x).softmax(dim=0), y)
+
+
+def training_program() -> tuple[Any, tuple[torch.Tensor, torch.Tensor]]:
+    """A TrainingModule of TrainStep, and host inputs that it takes."""
+    from executorch.exir import to_edge
+    from executorch.extension.training import (
+        _load_for_executorch_for_training_from_buffer,
+    )
+    from torch.export.experimental import _export_forward_backward
+
+    torch.manual_seed(0)
+    inputs = (torch.ones(3), torch.tensor([1.0, 0.0, 0.0]))
+    program = export(TrainStep(), inputs, strict=True)
+    buffer = to_edge(_export_forward_backward(program)).to_executorch().buffer
+    return _load_for_executorch_for_training_from_buffer(buffer), inputs
+
+
+def bindings_problem(extension: str) -> str | None:
+    """Why the compiled bindings of `extension` ("llm runner" or "training") cannot run here,
+    or None: the LLM runner's came in executorch 1.1.0, and a release's bindings built for
+    another torch misread host tensors (1.5.1's with torch 2.11)."""
+    from guard import RELEASE
+
+    try:
+        if extension == "llm runner":
+            if RELEASE < (1, 1):
+                return "the LLM runner's bindings came in executorch 1.1.0"
+            from executorch.extension.llm.runner import make_image_input
+
+            make_image_input(llm_inputs()["make_image_input"][1])
+        else:
+            from executorch.extension.training import get_sgd_optimizer
+
+            parameter = torch.ones(2)
+            get_sgd_optimizer({"w": parameter}).step({"w": torch.ones(2)})
+    except Exception as error:  # whatever these bindings raise on a host tensor
+        return (
+            f"executorch's {extension} bindings cannot run here (torch "
+            f"{torch.__version__}): {type(error).__name__}: {error}"
+        )
+    return None
