@@ -33,8 +33,7 @@ import executorch_device_guard as guard
 import torch
 from executorch.exir.emit import _emitter
 from executorch_device_guard import ENV_VAR, _hook, _patch, _sites
-from guard import custom_ops_error
-from models import bindings_problem
+from parts import not_here
 
 REPO = Path(__file__).resolve().parents[1]
 PTH = "executorch_device_guard.pth"
@@ -208,9 +207,7 @@ class TestState(unittest.TestCase):
             [EMITTER.replace("_tensor_spec_to_evalue", "_emit_prim_getters"), EMITTER],
         )
 
-    @unittest.skipIf(
-        bindings_problem("llm runner"), str(bindings_problem("llm runner"))
-    )
+    @unittest.skipIf(not_here("llm runner"), str(not_here("llm runner")))
     def test_pybind11_sites_are_checked_by_their_docstring_signature(self) -> None:
         """pybind11's functions and methods have no signature that inspect reads: their
         parameter names come from the line that pybind11 writes first in their docstring."""
@@ -297,7 +294,7 @@ class TestState(unittest.TestCase):
         )
         self.assertEqual(_patch.PATCHED, {})
 
-    @unittest.skipIf(custom_ops_error(), custom_ops_error())
+    @unittest.skipIf(not_here("custom ops"), not_here("custom ops"))
     def test_uninstall_removes_the_operator_kernels(self) -> None:
         def kernels() -> list[bool]:
             return [

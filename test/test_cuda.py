@@ -16,16 +16,15 @@ import torch
 from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 from executorch.exir.error import InternalError
 from executorch_device_guard._selfcheck import SIGSEGV
-from guard import RELEASE, custom_ops_error, guard_set
+from guard import RELEASE, guard_set
 from models import (
     CUSTOM_OPS,
-    bindings_problem,
     linear,
     llm_inputs,
-    runtime_failure,
     stored,
     training_program,
 )
+from parts import not_here
 from torch.export import export
 
 ON_CUDA = r"\(shape \[3, 4\], dtype torch.float32\) is on cuda:0, not in host memory"
@@ -98,7 +97,7 @@ class TestCuda(unittest.TestCase):
                 stored(tensor.cuda())
 
     def test_cuda_runtime_inputs_crash_unguarded_and_raise_guarded(self) -> None:
-        if failure := runtime_failure():
+        if failure := not_here("runtime"):
             self.skipTest(failure)
         for planning in ("planned", "unplanned"):
             with self.subTest(planning=planning):
@@ -115,7 +114,7 @@ class TestCuda(unittest.TestCase):
                 ):
                     children.cuda_runtime(planning)
 
-    @unittest.skipIf(custom_ops_error(), custom_ops_error())
+    @unittest.skipIf(not_here("custom ops"), not_here("custom ops"))
     def test_cuda_custom_ops_crash_unguarded_and_raise_guarded(self) -> None:
         for name, argument in CUSTOM_OPS.items():
             with self.subTest(op=name):
@@ -131,7 +130,7 @@ class TestCuda(unittest.TestCase):
                 ):
                     children.cuda_custom_op(name)
 
-    @unittest.skipIf(custom_ops_error(), custom_ops_error())
+    @unittest.skipIf(not_here("custom ops"), not_here("custom ops"))
     def test_cuda_llama_with_custom_ops_crashes_unguarded_and_raises_guarded(
         self,
     ) -> None:
@@ -163,7 +162,7 @@ class TestCuda(unittest.TestCase):
             self.assertGreater(len(edge.to_executorch().buffer), 0)
 
     def test_cuda_llm_runner_inputs_crash_unguarded_and_raise_guarded(self) -> None:
-        if problem := bindings_problem("llm runner"):
+        if problem := not_here("llm runner"):
             self.skipTest(problem)
         from executorch.extension.llm import runner
 
@@ -182,7 +181,7 @@ class TestCuda(unittest.TestCase):
                     getattr(runner, function)(tensor.cuda())
 
     def test_cuda_sgd_crashes_unguarded_and_raises_guarded(self) -> None:
-        if problem := bindings_problem("training"):
+        if problem := not_here("training"):
             self.skipTest(problem)
         from executorch.extension.training import get_sgd_optimizer
 
@@ -203,7 +202,7 @@ class TestCuda(unittest.TestCase):
                 optimizer.step({"w": torch.ones(2, 3).cuda()})
 
     def test_cuda_training_input_fails_unguarded_and_raises_guarded(self) -> None:
-        if problem := bindings_problem("training"):
+        if problem := not_here("training"):
             self.skipTest(problem)
         module, (x, y) = training_program()
         try:

@@ -42,7 +42,7 @@ from executorch.exir.backend.utils import DelegateMappingBuilder
 from executorch.exir.error import InternalError
 from executorch.runtime import Runtime
 from executorch_device_guard import _patch, _sites
-from guard import RELEASE, custom_ops_error, guard_set
+from guard import RELEASE, guard_set
 from models import (
     CUSTOM_OPS,
     EfficientAttention,
@@ -50,25 +50,24 @@ from models import (
     WithConstant,
     WithEmpty,
     WithKVCache,
-    bindings_problem,
     custom_op_arguments,
     device_inputs_program,
     host_program,
     linear,
     llm_inputs,
-    runtime_failure,
     stored,
 )
+from parts import not_here
 from simulated_device import simulate_device
 from torch._export.verifier import SpecViolationError
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.export import export
 
 ON_CUDA = "is on cuda:0, not in host memory"
-RUNTIME_UNAVAILABLE = runtime_failure()
+RUNTIME_UNAVAILABLE = not_here("runtime")
 NO_DATA = "is on meta, not in host memory. A meta or fake tensor holds no data."
-LLM_RUNNER = bindings_problem("llm runner")
-TRAINING = bindings_problem("training")
+LLM_RUNNER = not_here("llm runner")
+TRAINING = not_here("training")
 
 
 @unittest.skipUnless(os.name == "posix", "simulated device memory needs POSIX mmap")
@@ -322,7 +321,7 @@ class TestRuntime(unittest.TestCase):
             method.execute([x, torch.ones(2, 4, device="meta")])
 
 
-@unittest.skipIf(custom_ops_error(), custom_ops_error())
+@unittest.skipIf(not_here("custom ops"), not_here("custom ops"))
 class TestCustomOps(unittest.TestCase):
     """ExecuTorch's LLM custom ops, whose kernel for every device reads host memory. Without a
     GPU, a call reaches an operator's kernel for a device by dispatching to that device's key."""

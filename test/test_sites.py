@@ -19,14 +19,14 @@ import unittest
 from pathlib import Path
 
 from executorch_device_guard import ENV_VAR
-from guard import RELEASE, custom_ops_error
+from guard import RELEASE
 from junit import read
-from models import bindings_problem, runtime_failure
+from parts import not_here
 
 HERE = Path(__file__).resolve().parent
 CRASH = ("error", "CRASHED with signal 11")
 PASSES, SKIPS = ("passed", ""), ("skipped", "")
-RUNTIME_UNAVAILABLE = runtime_failure()
+RUNTIME_UNAVAILABLE = not_here("runtime")
 # Test -> (its outcome in pytest's junit without the guard, text in its message).
 UNGUARDED = {
     "TestSimulatedDevice::test_emitter_names_each_kind_of_constant": CRASH,
@@ -94,7 +94,7 @@ if RELEASE < (1, 2):  # test_device_sites.py skips them, guard or not
     for name in ("named_device_data_keeps", "named_data_of_a_channels_last_view"):
         (test,) = [t for t in UNGUARDED if name in t]
         UNGUARDED[test] = SKIPS
-if custom_ops_error():  # test_device_sites.py skips them, guard or not
+if not_here("custom ops"):  # test_device_sites.py skips them, guard or not
     for test in [t for t in UNGUARDED if t.startswith("TestCustomOps::")]:
         UNGUARDED[test] = SKIPS
 # Skipped both ways where the bindings do not run (test_device_sites.py says why).
@@ -102,7 +102,7 @@ for extension, tests in (
     ("llm runner", ("llm_runner_meta_inputs",)),
     ("training", ("sgd_meta_tensors", "training_cuda_input")),
 ):
-    if bindings_problem(extension) is not None:
+    if not_here(extension) is not None:
         for name in tests:
             (test,) = [t for t in UNGUARDED if name in t]
             UNGUARDED[test] = SKIPS

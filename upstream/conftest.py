@@ -65,6 +65,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="fail where there is no CUDA device, rather than skip CUDA tests",
     )
     group.addoption(
+        "--leave-out",
+        action="append",
+        default=[],
+        metavar="PATCH",
+        help="a patch (followup/0007-runtime-inputs.patch) whose tests the package does "
+        "not run, where ExecuTorch's part that they test cannot load with this torch",
+    )
+    group.addoption(
         "--workers",
         type=int,
         default=2,

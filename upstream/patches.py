@@ -52,6 +52,16 @@ class Patch(NamedTuple):
         return self.path.relative_to(series.SERIES).as_posix()
 
     @property
+    def built(self) -> bool:
+        """Whether it changes C++, which the wheel ships built: a patched copy of the wheel
+        lacks that change, so its tests run only against the package, which makes it."""
+        return any(
+            fnmatch.fnmatch(file.path, pattern)
+            for file in self.diff
+            for pattern in series.CPP
+        )
+
+    @property
     def ci_only(self) -> bool:
         """Workflows and nothing else: CI wiring."""
         return all(file.path.startswith(".github/") for file in self.diff)
@@ -155,7 +165,8 @@ class Hunk(NamedTuple):
 class Series(NamedTuple):
     patches: list[Patch]
     tests: tuple[str, ...]  # the pytest ids of every patch's tests
-    hunks: list[Hunk]
+    copy_tests: tuple[str, ...]  # those of the patches that a patched copy holds whole
+    hunks: list[Hunk]  # the code hunks of those patches
     commands: list[str]  # test commands that the patches add to workflows, each once
     workflows: list[str]  # the workflows that the patches change
 
@@ -167,18 +178,21 @@ def read() -> Series:
     for path in series.every_patch():
         patches.append(Patch(path, PatchSet.from_filename(str(path))))
     tests: tuple[str, ...] = ()
+    copy_tests: tuple[str, ...] = ()
     hunks, commands, workflows = [], [], set()
     for index, patch in enumerate(patches):
         tests += patch.tests
-        for file, hunk in patch.code_hunks:
-            hunks.append(Hunk(len(hunks), index, file, hunk))
+        if not patch.built:
+            copy_tests += patch.tests
+            for file, hunk in patch.code_hunks:
+                hunks.append(Hunk(len(hunks), index, file, hunk))
         for command in patch.commands:
             if command not in commands:  # one command can be in two workflows
                 commands.append(command)
         for file in patch.diff:
             if file.path.startswith(".github/"):
                 workflows.add(file.path)
-    return Series(patches, tests, hunks, commands, sorted(workflows))
+    return Series(patches, tests, copy_tests, hunks, commands, sorted(workflows))
 
 
 def junit_prefix(test: str) -> str:

@@ -28,9 +28,9 @@ FOLLOWUP = SERIES / "followup"
 BASE = "device-guard-base"
 REF = "cff6f4dd32"  # upstream main, which the series is based on (CONTRIBUTING.md)
 BRANCHES = {SERIES: "device-guard", FOLLOWUP: "device-guard-followup"}
-# What the executorch wheel lacks of the repository, left out when a patch is applied to it:
-# its C++ sources too, which it ships built (the package does what their changes do).
-NOT_IN_WHEEL = ("*BUCK", "*TARGETS", "*.bzl", ".github/*", "pytest.ini", "*.cpp", "*.h")
+CPP = ("*.cpp", "*.h")  # C++ sources, which the executorch wheel ships built
+# What the wheel lacks of the repository, left out when a patch is applied to it.
+NOT_IN_WHEEL = ("*BUCK", "*TARGETS", "*.bzl", ".github/*", "pytest.ini", *CPP)
 # No user or system git config.
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 

@@ -7,7 +7,8 @@
 """What the series does, run in patched copies of the installed release: its tests pass
 there, and with --alone each patch's own alone; CI's commands pass as written; the package
 passes the series' tests and raises the series' errors word for word; with --mutations,
-each code hunk is needed by its patch's tests."""
+each code hunk is needed by its patch's tests. A patch that changes C++ is left out of the
+copies, which lack its built change: the package, which makes it, runs its tests."""
 
 import json
 import re
@@ -28,7 +29,7 @@ def on_patched(patched: Path, workdir: Path, workers: int) -> dict[str, Run]:
     written and the probe with the messages, guard off; the meta model with the guard on."""
     found = patches.read()
     jobs = {
-        "series": pytest_job(patched, found.tests, workdir / "series"),
+        "series": pytest_job(patched, found.copy_tests, workdir / "series"),
         "messages": Job(patched.parent, MESSAGES, "messages-series"),
         "both": Job(patched.parent, META, "meta-both", True),
     }
@@ -38,18 +39,27 @@ def on_patched(patched: Path, workdir: Path, workers: int) -> dict[str, Run]:
 
 
 @pytest.fixture(scope="session")
-def against(root: Path, workdir: Path, workers: int) -> dict[str, Run]:
+def against(
+    pytestconfig: pytest.Config, root: Path, workdir: Path, workers: int
+) -> dict[str, Run]:
     """The series' test files alone applied to a copy of the installed release, each run
-    guarded: the probe, those tests and the package's messages."""
+    guarded: the probe, those tests (but those of --leave-out's patches) and the package's
+    messages."""
     found = patches.read()
     paths = [patch.path for patch in found.patches]
+    left_out = pytestconfig.getoption("leave_out")
+    assert set(left_out) <= {patch.name for patch in found.patches}, left_out
+    tests = []
+    for patch in found.patches:
+        if patch.name not in left_out:
+            tests += patch.tests
     include = f"--include={patches.TEST_FILE}"
     tree, error = series.patched_copy(root, workdir / "tests-only", paths, include)
     if error:
         pytest.skip(f"the series' test files do not apply to this release's: {error}")
     jobs = {
         "probe": Job(tree.parent, PROBE, "probe-on", True),
-        "series": pytest_job(tree, found.tests, workdir / "series-on", guard=True),
+        "series": pytest_job(tree, tests, workdir / "series-on", guard=True),
         "messages": Job(tree.parent, MESSAGES, "messages-package", True),
     }
     return run_jobs(jobs, workers, workdir)
@@ -64,7 +74,10 @@ def alone(
     if not pytestconfig.getoption("alone"):
         pytest.skip("needs --alone")
     jobs = {}
-    with_tests = [patch for patch in patches.read().patches if patch.tests]
+    with_tests = []
+    for patch in patches.read().patches:
+        if patch.tests and not patch.built:
+            with_tests.append(patch)
     for i, patch in enumerate(with_tests):
         tree, error = series.patched_copy(root, workdir / f"alone-{i}", [patch.path])
         assert error is None, error
@@ -91,7 +104,9 @@ def mutants(
             reverse, input=diff, cwd=tree, capture_output=True, text=True
         )
         assert reverted.returncode == 0, f"does not revert: {reverted.stderr}"
-        jobs[hunk.number] = pytest_job(tree, found.tests, workdir / f"m{hunk.number}")
+        jobs[hunk.number] = pytest_job(
+            tree, found.copy_tests, workdir / f"m{hunk.number}"
+        )
     return run_jobs(jobs, workers, workdir)
 
 
@@ -100,6 +115,11 @@ def test_each_patch_alone_passes_its_own_tests(
 ) -> None:
     if patch.ci_only:
         pytest.skip("workflows only: test_ci_commands_pass_as_written runs them")
+    if patch.built:
+        pytest.skip(
+            "changes C++, which a copy of the wheel lacks: "
+            "test_against_package_the_series_tests_pass runs its tests"
+        )
     assert patch.tests, "it adds no tests of its own"
     request.getfixturevalue("alone")[patch.name].assert_passed(gpu)
 

@@ -8,13 +8,10 @@
 startup line installs it unless ENV_VAR turns it off), and leave it so."""
 
 import contextlib
-import functools
-import importlib
 from collections.abc import Iterator
 from importlib.metadata import version
 
 import executorch_device_guard as guard
-from executorch_device_guard._patch import CUSTOM_OPS
 
 # The installed executorch release, (major, minor): some tests apply from a release on.
 RELEASE = tuple(int(part) for part in version("executorch").split(".")[:2])
@@ -29,14 +26,3 @@ def guard_set(on: bool) -> Iterator[None]:
         yield
     finally:
         guard.install() if was else guard.uninstall()
-
-
-@functools.cache
-def custom_ops_error() -> str | None:
-    """Why ExecuTorch's LLM custom ops library does not load here (it is built for one torch),
-    or None: it is loaded, and the guard has its operators if it is installed."""
-    try:
-        importlib.import_module(CUSTOM_OPS)
-    except Exception as error:
-        return f"the LLM custom ops library does not load with this torch: {error}"
-    return None

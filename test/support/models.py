@@ -7,10 +7,6 @@
 """Small models and helpers that the tests and their child programs share."""
 
 import functools
-import os
-import subprocess
-import sys
-from importlib.metadata import version
 from typing import Any
 
 import torch
@@ -238,23 +234,6 @@ def device_inputs_program() -> bytes:
 
 
 @functools.cache
-def runtime_failure() -> str | None:
-    """Why executorch.runtime cannot run programs here, or None: a release's runtime is built
-    against one torch (1.5.1's does not load with torch 2.11). Tried in a child, where a
-    runtime that crashes on load takes only the child down."""
-    load = "from executorch.runtime import Runtime; Runtime.get()"
-    done = subprocess.run(
-        [sys.executable, "-c", load], capture_output=True, text=True, env=os.environ
-    )
-    if done.returncode == 0:
-        return None
-    last = (done.stderr.strip().splitlines() or [""])[-1]
-    return (
-        f"executorch {version('executorch')}'s runtime does not load with torch "
-        f"{torch.__version__} (exit status {done.returncode}): {last}"
-    )
-
-
 def llm_inputs() -> dict[str, tuple[str, torch.Tensor]]:
     """Each input function of the LLM runner, with its tensor argument's name and a host
     tensor that it takes."""
@@ -293,29 +272,3 @@ def training_program() -> tuple[Any, tuple[torch.Tensor, torch.Tensor]]:
     program = export(TrainStep(), inputs, strict=True)
     buffer = to_edge(_export_forward_backward(program)).to_executorch().buffer
     return _load_for_executorch_for_training_from_buffer(buffer), inputs
-
-
-def bindings_problem(extension: str) -> str | None:
-    """Why the compiled bindings of `extension` ("llm runner" or "training") cannot run here,
-    or None: the LLM runner's came in executorch 1.1.0, and a release's bindings built for
-    another torch misread host tensors (1.5.1's with torch 2.11)."""
-    from guard import RELEASE
-
-    try:
-        if extension == "llm runner":
-            if RELEASE < (1, 1):
-                return "the LLM runner's bindings came in executorch 1.1.0"
-            from executorch.extension.llm.runner import make_image_input
-
-            make_image_input(llm_inputs()["make_image_input"][1])
-        else:
-            from executorch.extension.training import get_sgd_optimizer
-
-            parameter = torch.ones(2)
-            get_sgd_optimizer({"w": parameter}).step({"w": torch.ones(2)})
-    except Exception as error:  # whatever these bindings raise on a host tensor
-        return (
-            f"executorch's {extension} bindings cannot run here (torch "
-            f"{torch.__version__}): {type(error).__name__}: {error}"
-        )
-    return None
