@@ -141,12 +141,6 @@ SITES: tuple[Site | Operator, ...] = (
         "sgd_gradients",
         "1.0.0",
     ),
-    Site(
-        "executorch.extension.training.pybindings._training_module",
-        "TrainingModule.forward_backward",
-        "training_inputs",
-        "1.0.0",
-    ),
 )
 MODULES = frozenset(site.module for site in SITES)
 

@@ -404,40 +404,6 @@ def sgd_gradients(original: Original, self: Any, arg0: Any) -> Any:
     return original(self, arg0)
 
 
-def training_inputs(
-    original: Original, self: Any, method_name: str, inputs: Any
-) -> Any:
-    """TrainingModule.forward_backward. From executorch 1.5.0 the bindings pass a CUDA input to
-    the runtime as one, and a program that does not take it fails with an error code: the
-    follow-up raises its error from that failure, so a program that takes it runs. Before
-    1.5.0 they pass every input as host memory, which a CUDA one is not (SIGSEGV): there the
-    same error comes first."""
-    on_cuda = [
-        (index, value)
-        for index, value in enumerate(inputs)
-        if isinstance(value, torch.Tensor) and value.is_cuda and value.numel() != 0
-    ]
-    if on_cuda:
-        index, value = on_cuda[0]
-        message = host_read_message(
-            f"Input {index} of method {method_name!r}",
-            value.shape,
-            value.dtype,
-            value.device,
-            HOST_TENSORS,
-        )
-        if _release_before("1.5.0"):
-            raise RuntimeError(message)
-    try:
-        return original(self, method_name, inputs)
-    except RuntimeError as error:
-        # The follow-up names the input where the method's own run fails, not where the
-        # training metadata methods (__et_training_*) do.
-        if on_cuda and "__et_training_" not in str(error):
-            raise RuntimeError(message) from error
-        raise
-
-
 # Each wrapper by its __name__, which _patch.SITES names; test/support/mutant.py replaces one.
 WRAPPERS: dict[str, Original] = {
     function.__name__: function
@@ -458,6 +424,5 @@ WRAPPERS: dict[str, Original] = {
         llm_audio_input,
         sgd_parameters,
         sgd_gradients,
-        training_inputs,
     )
 }

@@ -16,13 +16,12 @@ import torch
 from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 from executorch.exir.error import InternalError
 from executorch_device_guard._selfcheck import SIGSEGV
-from guard import RELEASE, guard_set
+from guard import guard_set
 from models import (
     CUSTOM_OPS,
     linear,
     llm_inputs,
     stored,
-    training_program,
 )
 from parts import not_here
 from torch.export import export
@@ -200,29 +199,3 @@ class TestCuda(unittest.TestCase):
                 RuntimeError, rf"^Gradient {shape} {HOST_TENSORS}"
             ):
                 optimizer.step({"w": torch.ones(2, 3).cuda()})
-
-    def test_cuda_training_input_fails_unguarded_and_raises_guarded(self) -> None:
-        if problem := not_here("training"):
-            self.skipTest(problem)
-        module, (x, y) = training_program()
-        try:
-            module.forward_backward("forward", (x, y))
-        except RuntimeError as error:  # the runtime built for another torch
-            self.skipTest(f"executorch's runtime does not run here: {error}")
-        status, _, stderr = children.run("cuda_forward_backward", guard=False)
-        if RELEASE < (
-            1,
-            5,
-        ):  # the bindings hand the runtime device memory as host memory
-            self.assertEqual(status, SIGSEGV, stderr[-3000:])
-        else:  # they pass it as a CUDA tensor, which the runtime refuses
-            self.assertIn("Failed to execute method forward, error: 0x23", stderr)
-        with (
-            guard_set(True),
-            self.assertRaisesRegex(
-                RuntimeError,
-                rf"^Input 0 of method 'forward' \(shape \[3\], dtype torch.float32\) "
-                rf"{HOST_TENSORS}",
-            ),
-        ):
-            module.forward_backward("forward", (x.cuda(), y))

@@ -271,7 +271,7 @@ class TestRuntime(unittest.TestCase):
         method = program.load_method("forward")
         x, y = self.inputs(1)
         refused = [
-            ([x.t(), y], "^Input 0 for method forward should be contiguous"),
+            ([x.t(), y], "^Input 0 ?for method forward should be contiguous"),
             (["x", y], "^Unsupported python type <class 'str'>"),
         ]
         if RELEASE >= (1, 5):
@@ -485,29 +485,3 @@ class TestBindings(unittest.TestCase):
             optimizer.step({"w": parameter.to("meta")})
         optimizer.step({"w": torch.ones(2, 3)})
         self.assertTrue(torch.equal(parameter, torch.full((2, 3), 0.9)))
-
-    @unittest.skipIf(TRAINING is not None, str(TRAINING))
-    def test_training_cuda_input_raises_where_its_method_fails(self) -> None:
-        """From executorch 1.5.0, the bindings pass a CUDA input to the runtime, which refuses
-        it for a program that does not take it (error 0x23, measured on a GPU): a stand-in for
-        those bindings, with a fake CUDA tensor, which the real ones do not take."""
-        from executorch.extension.training import TrainingModule
-
-        class Refusing:  # the bindings' ExecuTorchModule, as far as forward_backward uses it
-            def run_method(
-                self, name: str, inputs: object, **kwargs: object
-            ) -> list[int]:
-                if name.startswith("__et_training_"):
-                    return [0]
-                raise RuntimeError(f"Failed to execute method {name}, error: 0x23")
-
-        with FakeTensorMode():
-            on_cuda = torch.ones(3, device="cuda")
-        with self.assertRaisesRegex(
-            RuntimeError,
-            r"^Input 1 of method 'forward' \(shape \[3\], dtype torch.float32\) is on "
-            r"cuda:0, not in host memory\. Pass host tensors with \.cpu\(\)\.$",
-        ):
-            TrainingModule(Refusing()).forward_backward(  # type: ignore[arg-type]
-                "forward", (torch.ones(3), on_cuda)
-            )

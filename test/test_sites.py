@@ -73,10 +73,6 @@ UNGUARDED = {
         if RELEASE >= (1, 4)
         else ("failed", "RuntimeError not raised")
     ),
-    "TestBindings::test_training_cuda_input_raises_where_its_method_fails": (
-        "failed",
-        'does not match "Failed to execute method forward, error: 0x23"',
-    ),
 }
 if RELEASE < (1, 5):  # the bindings take a meta input: the method runs on stale memory
     UNGUARDED["TestRuntime::test_runtime_meta_inputs_say_they_hold_no_data"] = (
@@ -100,7 +96,7 @@ if not_here("custom ops"):  # test_device_sites.py skips them, guard or not
 # Skipped both ways where the bindings do not run (test_device_sites.py says why).
 for extension, tests in (
     ("llm runner", ("llm_runner_meta_inputs",)),
-    ("training", ("sgd_meta_tensors", "training_cuda_input")),
+    ("training", ("sgd_meta_tensors",)),
 ):
     if not_here(extension) is not None:
         for name in tests:

@@ -269,14 +269,6 @@ def cuda_sgd(on_cuda: str) -> None:
     get_sgd_optimizer({"w": parameter}).step({"w": torch.ones(2, 3).cuda()})
 
 
-def cuda_forward_backward() -> None:
-    """A training step whose input is on cuda:0."""
-    from models import training_program
-
-    module, (x, y) = training_program()
-    module.forward_backward("forward", (x.cuda(), y))
-
-
 def probe() -> dict[str, bool]:
     """For the series' checks (upstream/): whether the guard wraps the emitter's read of
     constants, and whether that read has the series' check."""
@@ -304,7 +296,6 @@ CHILDREN: dict[str, Callable[..., object | None]] = {
         cuda_llama,
         cuda_llm_input,
         cuda_sgd,
-        cuda_forward_backward,
         probe,
     )
 }

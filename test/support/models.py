@@ -257,18 +257,3 @@ class TrainStep(torch.nn.Module):
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return self.loss(self.linear(x).softmax(dim=0), y)
-
-
-def training_program() -> tuple[Any, tuple[torch.Tensor, torch.Tensor]]:
-    """A TrainingModule of TrainStep, and host inputs that it takes."""
-    from executorch.exir import to_edge
-    from executorch.extension.training import (
-        _load_for_executorch_for_training_from_buffer,
-    )
-    from torch.export.experimental import _export_forward_backward
-
-    torch.manual_seed(0)
-    inputs = (torch.ones(3), torch.tensor([1.0, 0.0, 0.0]))
-    program = export(TrainStep(), inputs, strict=True)
-    buffer = to_edge(_export_forward_backward(program)).to_executorch().buffer
-    return _load_for_executorch_for_training_from_buffer(buffer), inputs
