@@ -7,9 +7,11 @@
 """Which inputs of a method the runtime reads in host memory, read from its program.
 
 The runtime reads an input in the memory that the program gives it: the device of its
-ExtraTensorInfo (programs before executorch 1.3.0 have none: host memory). A method that
-delegates to the CUDA backend is meant for the GPU, and that backend takes device inputs
-itself, so none of its inputs counts as read on the host. The Python bindings expose neither,
+ExtraTensorInfo (programs before executorch 1.3.0 have none: host memory). Before 1.4.0 no
+program plans a method's inputs on a device, and the CUDA backend takes device inputs itself,
+so no input of a method that delegates to it counts as read on the host. From 1.4.0 a CUDA
+method's inputs are planned on the host, with a copy to the device, unless it is exported with
+skip_h2d_for_method_inputs. The Python bindings expose neither the devices nor the delegates,
 so the guard reads the program with the flatbuffers package (a dependency of every executorch
 release) by the field slots of schema/program.fbs, which only ever appends fields. ExecuTorch's
 own reader, deserialize_pte_binary, converts the whole program to JSON with the flatc binary in
@@ -24,6 +26,8 @@ from collections.abc import Iterator
 from flatbuffers import encode, number_types, packer
 from flatbuffers.table import Table
 
+from ._patch import _release_before
+
 Source = str | os.PathLike[str] | bytes  # a .pte file's path, or its bytes
 
 # Field slots (4 + 2 * the field's index in its table) and enum values of schema/program.fbs.
@@ -35,6 +39,7 @@ EXTRA_TENSOR_INFO = 22  # Tensor
 DEVICE_TYPE = 10  # ExtraTensorInfo
 TENSOR, CPU = 5, 0  # KernelTypes.Tensor, DeviceType.CPU
 CUDA_BACKEND = "CudaBackend"
+CUDA_BACKEND_TAKES_DEVICE_INPUTS = _release_before("1.4.0")
 
 
 class InputPlan:
@@ -85,7 +90,7 @@ def host_inputs(data: bytes | mmap.mmap, method: str) -> frozenset[int]:
     for plan in _tables(program, EXECUTION_PLAN):
         if _string(plan, NAME) != method:
             continue
-        if any(
+        if CUDA_BACKEND_TAKES_DEVICE_INPUTS and any(
             _string(d, DELEGATE_ID) == CUDA_BACKEND for d in _tables(plan, DELEGATES)
         ):
             return frozenset()

@@ -107,8 +107,9 @@ class TestCuda(unittest.TestCase):
                         RuntimeError,
                         r"^Input 1 of method 'forward' \(shape \[2, 4\], dtype "
                         r"torch.float32\) is on cuda:0, not in host memory\. Pass host "
-                        r"tensors with \.cpu\(\), or lower a program meant for the GPU "
-                        r"with CudaPartitioner\.$",
+                        r"tensors with \.cpu\(\), or lower with CudaPartitioner and set "
+                        r"PropagateDeviceConfig\(skip_h2d_for_method_inputs=True\) in "
+                        r"to_executorch\(\)\.$",
                     ),
                 ):
                     children.cuda_runtime(planning)

@@ -20,14 +20,20 @@ from unidiff import PatchSet
 
 from upstream import series
 
-TEST_FILE = "*/test_*.py"  # upstream's test modules, in test/ or beside the code
+# Upstream's test modules, in test/ or beside the code; training's is test/test.py, which only
+# Buck runs (pytest's default pattern leaves it out, a file named on its command line is run).
+TEST_FILES = ("*/test_*.py", "*/test/test.py")
 TEST_CODE = "*/test/*"  # what upstream's tests hold, helpers included
+
+
+def is_test_file(path: str) -> bool:
+    return any(fnmatch.fnmatch(path, pattern) for pattern in TEST_FILES)
 
 
 def is_code(file: Any) -> bool:
     """A Python file that is not test code: the review counts its lines."""
     path = file.path
-    test = fnmatch.fnmatch(path, TEST_CODE) or fnmatch.fnmatch(path, TEST_FILE)
+    test = fnmatch.fnmatch(path, TEST_CODE) or is_test_file(path)
     return path.endswith(".py") and not test
 
 
@@ -72,7 +78,7 @@ class Patch(NamedTuple):
         method that it adds to a file (`path::test` for a function)."""
         ids = []
         for file in self.diff:
-            if not fnmatch.fnmatch(file.path, TEST_FILE):
+            if not is_test_file(file.path):
                 continue
             if file.is_added_file:
                 ids.append(file.path)

@@ -53,8 +53,8 @@ def against(
     for patch in found.patches:
         if patch.name not in left_out:
             tests += patch.tests
-    include = f"--include={patches.TEST_FILE}"
-    tree, error = series.patched_copy(root, workdir / "tests-only", paths, include)
+    include = [f"--include={pattern}" for pattern in patches.TEST_FILES]
+    tree, error = series.patched_copy(root, workdir / "tests-only", paths, *include)
     if error:
         pytest.skip(f"the series' test files do not apply to this release's: {error}")
     jobs = {

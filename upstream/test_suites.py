@@ -39,6 +39,11 @@ SUITES = (
     "exir/program/test/test_program.py",
     "exir/tests/test_passes.py",
     "exir/tests/test_verification.py,exir/verification/test/test_verifier.py",
+    "runtime/test",
+    "extension/llm/custom_ops/test_update_cache.py,"
+    "extension/llm/custom_ops/test_sdpa_with_kv_cache.py",
+    "extension/llm/runner/test",
+    "extension/training/pybindings/test/test.py",
 )
 
 
