@@ -38,7 +38,11 @@ class Operator(NamedTuple):
     (CompositeExplicitAutograd) with a kernel that reads host memory: on a device tensor it dies
     of SIGSEGV. Importing `module` loads the library; the guard then registers, for each device
     dispatch key without a kernel of its own, one that refuses the call as torch refuses an
-    operator with a CPU kernel only (_sites.device_kernels)."""
+    operator with a CPU kernel only (_sites.device_kernels). The follow-up refuses every device
+    but the CPU; the guard refuses _sites.DEVICE_KEYS, a subset, and meta for `.out`
+    overloads. Its kernels count as CUDA kernels for _dispatch_has_kernel_for_dispatch_key; a
+    real one registered later replaces them, with torch's warning. Where ExecuTorch registers
+    the operator for CPU alone, as the follow-up does, the site is skipped without a warning."""
 
     module: str
     qualname: str  # torch's name, "llama::custom_sdpa": all its overloads
@@ -253,7 +257,13 @@ def _register(name: str, site: Operator) -> None:
         return
     from . import _sites
 
-    PATCHED[name] = Registered(_sites.device_kernels(site.qualname))
+    library = _sites.device_kernels(site.qualname)
+    if library is None:
+        SKIPPED[name] = (
+            "registered for CPU only: ExecuTorch refuses other devices itself"
+        )
+    else:
+        PATCHED[name] = Registered(library)
 
 
 def _positional_names(function: Callable[..., Any]) -> list[str]:

@@ -288,13 +288,26 @@ def runtime_inputs(original: Original, self: Any, inputs: Sequence[Any]) -> Any:
 
 
 # The dispatch keys of devices whose memory the host does not read; HIP tensors dispatch as CUDA.
+# The follow-up refuses every key but CPU; the guard refuses these, a subset.
 DEVICE_KEYS = ("CUDA", "XPU", "MPS")
 
 
-def device_kernels(qualname: str) -> torch.library.Library:
+def device_kernels(qualname: str) -> torch.library.Library | None:
     """A library that gives each overload of the operator, for each of DEVICE_KEYS without a
     kernel of its own, one that raises where the follow-up's torch refuses the call: the
-    follow-up registers the host kernels for CPU alone, not for every device."""
+    follow-up registers the host kernels for CPU alone, not for every device. None where
+    ExecuTorch already does so.
+
+    A `.out` overload without a Meta kernel gets a refusal for Meta too, as in the follow-up:
+    ExecuTorch's kernel would run on no data (abort or SIGSEGV). Functional overloads are left
+    alone there: a fake kernel may be registered later, and before torch 2.13 register_fake
+    refuses an operator with a Meta kernel. Of those, only preprocess::tile_crop lacks one in
+    the supported releases (op_tile_crop_aot.py registers it when imported); without it,
+    tile_crop still crashes on meta where the follow-up raises: the one difference.
+
+    Unlike the follow-up, these kernels make _dispatch_has_kernel_for_dispatch_key(overload,
+    "CUDA") true; a real CUDA kernel registered later (in C++, or from Python from torch 2.13)
+    replaces them, with torch's warning."""
     namespace = qualname.split("::")[0]
     overloads = [
         name
@@ -303,6 +316,14 @@ def device_kernels(qualname: str) -> torch.library.Library:
     ]
     if not overloads:
         raise LookupError(f"{qualname} is not registered")
+    if all(
+        torch._C._dispatch_has_kernel_for_dispatch_key(overload, "CPU")
+        and not torch._C._dispatch_has_kernel_for_dispatch_key(
+            overload, "CompositeExplicitAutograd"
+        )
+        for overload in overloads
+    ):
+        return None
     for overload in overloads:
         if not torch._C._dispatch_has_kernel_for_dispatch_key(
             overload, "CompositeExplicitAutograd"
@@ -310,7 +331,8 @@ def device_kernels(qualname: str) -> torch.library.Library:
             raise LookupError(f"{overload} has no kernel for every device")
     library = torch.library.Library(namespace, "IMPL")  # type: ignore[no-untyped-call]
     for overload in overloads:
-        for key in DEVICE_KEYS:
+        keys = DEVICE_KEYS + (("Meta",) if overload.endswith(".out") else ())
+        for key in keys:
             if not torch._C._dispatch_has_kernel_for_dispatch_key(overload, key):
                 library.impl(overload, _refusal(overload, key), key)  # type: ignore[no-untyped-call]
     return library
@@ -318,7 +340,8 @@ def device_kernels(qualname: str) -> torch.library.Library:
 
 def _refusal(overload: str, key: str) -> Callable[..., NoReturn]:
     """The kernel of `overload` for dispatch key `key`: torch's first sentence where an operator
-    has no kernel for that key, then the first tensor on the device, by its argument's name."""
+    has no kernel for that key (torch 2.13's words), then, on purpose more than torch says, the
+    first tensor off the CPU by its argument's name, its device and what to do."""
     namespace, name = overload.split("::")
     packet, _, overload_name = name.partition(".")
     operator = getattr(getattr(torch.ops, namespace), packet)
@@ -326,7 +349,15 @@ def _refusal(overload: str, key: str) -> Callable[..., NoReturn]:
     arguments = [argument.name for argument in schema.arguments]
 
     def refuse(*args: Any, **kwargs: Any) -> NoReturn:
-        message = f"Could not run '{overload}' with arguments from the '{key}' backend."
+        if key == "Meta":
+            message = (
+                f"{overload}: attempted to run this operator with Meta tensors, but there "
+                "was no fake impl or Meta kernel registered."
+            )
+        else:
+            message = (
+                f"Could not run '{overload}' with arguments from the '{key}' backend."
+            )
         for argument, value in [*zip(arguments, args), *kwargs.items()]:
             if isinstance(value, torch.Tensor):
                 device = value.untyped_storage().device
@@ -336,7 +367,7 @@ def _refusal(overload: str, key: str) -> Callable[..., NoReturn]:
                         value.shape,
                         value.dtype,
                         device,
-                        HOST_TENSORS,
+                        what_to_do(device, HOST_TENSORS),
                     )
                     break
         raise NotImplementedError(message)

@@ -294,22 +294,50 @@ class TestState(unittest.TestCase):
         )
         self.assertEqual(_patch.PATCHED, {})
 
+    def test_an_operator_registered_for_the_cpu_alone_is_skipped_without_a_warning(
+        self,
+    ) -> None:
+        """As the follow-up registers ExecuTorch's: torch refuses other devices itself."""
+        library = torch.library.Library("device_guard_test", "FRAGMENT")  # type: ignore[no-untyped-call]
+        self.addCleanup(library._destroy)
+        library.define("host_only(Tensor x) -> Tensor")
+        library.define("host_only.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)")
+        library.impl("host_only", torch.clone, "CPU")
+        library.impl("host_only.out", lambda x, out: out.copy_(x), "CPU")
+        module = types.ModuleType(_patch.CUSTOM_OPS)
+        fixed = _patch.Operator(
+            _patch.CUSTOM_OPS, "device_guard_test::host_only", "1.0.0"
+        )
+        self.assertEqual(self.patch_warnings(module, (fixed,)), [])
+        self.assertEqual(
+            _patch.SKIPPED,
+            {
+                f"{_patch.CUSTOM_OPS}.device_guard_test::host_only": "registered for "
+                "CPU only: ExecuTorch refuses other devices itself"
+            },
+        )
+        self.assertEqual(_patch.PATCHED, {})
+
     @unittest.skipIf(not_here("custom ops"), not_here("custom ops"))
     def test_uninstall_removes_the_operator_kernels(self) -> None:
         def kernels() -> list[bool]:
+            """Each device's, and meta's of the `.out` variant, which has none of its own."""
             return [
                 torch._C._dispatch_has_kernel_for_dispatch_key(overload, key)
-                for overload in ("llama::custom_sdpa", "llama::update_cache.out")
-                for key in _sites.DEVICE_KEYS
+                for overload, keys in (
+                    ("llama::custom_sdpa", _sites.DEVICE_KEYS),
+                    ("llama::update_cache.out", (*_sites.DEVICE_KEYS, "Meta")),
+                )
+                for key in keys
             ]
 
-        self.assertEqual(kernels(), [False] * 6)
+        self.assertEqual(kernels(), [False] * 7)
         guard.install()
         guard.install()
-        self.assertEqual(kernels(), [True] * 6)
+        self.assertEqual(kernels(), [True] * 7)
         self.assertIn(f"{_patch.CUSTOM_OPS}.llama::custom_sdpa", guard.status().patched)
         guard.uninstall()
-        self.assertEqual(kernels(), [False] * 6)
+        self.assertEqual(kernels(), [False] * 7)
 
 
 class TestInstalls(unittest.TestCase):

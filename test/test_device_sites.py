@@ -252,7 +252,8 @@ class TestRuntime(unittest.TestCase):
                         message = (
                             f"Input {index} of method 'forward' (shape [2, 4], dtype "
                             f"torch.float32) {ON_CUDA}. Pass host tensors with .cpu(), "
-                            "or lower a program meant for the GPU with CudaPartitioner."
+                            "or lower with CudaPartitioner and set PropagateDeviceConfig("
+                            "skip_h2d_for_method_inputs=True) in to_executorch()."
                         )
                         with self.assertRaisesRegex(
                             RuntimeError,
@@ -324,7 +325,8 @@ class TestRuntime(unittest.TestCase):
 @unittest.skipIf(not_here("custom ops"), not_here("custom ops"))
 class TestCustomOps(unittest.TestCase):
     """ExecuTorch's LLM custom ops, whose kernel for every device reads host memory. Without a
-    GPU, a call reaches an operator's kernel for a device by dispatching to that device's key."""
+    GPU, a call reaches an operator's kernel for a device by dispatching to that device's key;
+    on meta, the `.out` variants have no Meta kernel of their own."""
 
     def test_custom_ops_on_a_device_raise_naming_the_operator_and_the_tensor(
         self,
@@ -344,6 +346,34 @@ class TestCustomOps(unittest.TestCase):
                 ):
                     operator.redispatch(keys, *arguments)
 
+    def test_out_variants_on_meta_raise_saying_they_hold_no_data(self) -> None:
+        value = torch.rand(1, 1, 2, 4, device="meta")
+        cache = torch.zeros(1, 8, 2, 4, device="meta")
+        with self.assertRaisesRegex(
+            NotImplementedError,
+            r"^llama::update_cache\.out: attempted to run this operator with Meta tensors, "
+            r"but there was no fake impl or Meta kernel registered\. Argument 'value' "
+            rf"\(shape \[1, 1, 2, 4\], dtype torch\.float32\) {NO_DATA}$",
+        ):
+            torch.ops.llama.update_cache.out(
+                value, cache, 0, out=torch.empty(1, device="meta")
+            )
+
+    def test_tile_crop_keeps_its_meta_path_for_a_fake_kernel(self) -> None:
+        """op_tile_crop_aot.py registers it when imported, after the guard; before torch 2.13,
+        register_fake refuses an operator with a Meta kernel (allow_override=False)."""
+        library = torch.library.Library("preprocess", "FRAGMENT")  # type: ignore[no-untyped-call]
+        self.addCleanup(library._destroy)
+        torch.library.register_fake(
+            "preprocess::tile_crop",
+            lambda image, tile_size: image.new_empty(4, 3, tile_size, tile_size),
+            lib=library,
+            allow_override=False,
+        )
+        image = torch.rand(3, 448, 448, device="meta")
+        tiles = torch.ops.preprocess.tile_crop(image, 224)
+        self.assertEqual((tiles.device.type, tiles.shape), ("meta", (4, 3, 224, 224)))
+
     def test_every_overload_of_each_operator_site_refuses_each_device(self) -> None:
         for site in _patch.SITES:
             if isinstance(site, _patch.Operator) and not _patch._release_before(
@@ -356,7 +386,8 @@ class TestCustomOps(unittest.TestCase):
                 ]
                 self.assertNotEqual(overloads, [], site.qualname)
                 for overload in overloads:
-                    for key in _sites.DEVICE_KEYS:
+                    keys = _sites.DEVICE_KEYS
+                    for key in keys + (("Meta",) if overload.endswith(".out") else ()):
                         self.assertTrue(
                             torch._C._dispatch_has_kernel_for_dispatch_key(
                                 overload, key
@@ -452,36 +483,39 @@ class TestLowering(unittest.TestCase):
 
 class TestBindings(unittest.TestCase):
     """The LLM runner's and training's bindings, which copy tensor bytes in C++: simulated
-    device memory does not reach them (they read the real host storage), meta does."""
+    device memory does not reach them (they read the real host storage), meta does, and so
+    does a fake tensor, whose storage is on meta whatever device it reports."""
 
     @unittest.skipIf(LLM_RUNNER is not None, str(LLM_RUNNER))
     def test_llm_runner_meta_inputs_raise_naming_their_argument(self) -> None:
         from executorch.extension.llm import runner
 
         for function, (argument, tensor) in llm_inputs().items():
-            with self.assertRaises(RuntimeError) as raised:
-                getattr(runner, function)(tensor.to("meta"))
-            self.assertEqual(
-                str(raised.exception),
-                f"{function}'s argument {argument!r} (shape {list(tensor.shape)}, "
-                f"dtype {tensor.dtype}) {NO_DATA}",
-            )
+            for meta in (tensor.to("meta"), FakeTensorMode().from_tensor(tensor)):
+                with self.assertRaises(RuntimeError) as raised:
+                    getattr(runner, function)(meta)
+                self.assertEqual(
+                    str(raised.exception),
+                    f"{function}'s argument {argument!r} (shape {list(tensor.shape)}, "
+                    f"dtype {tensor.dtype}) {NO_DATA}",
+                )
 
     @unittest.skipIf(TRAINING is not None, str(TRAINING))
     def test_sgd_meta_tensors_raise_naming_them(self) -> None:
         from executorch.extension.training import get_sgd_optimizer
 
         parameter = torch.ones(2, 3)
-        with self.assertRaisesRegex(
-            RuntimeError,
-            rf"^Parameter 'w' \(shape \[2, 3\], dtype torch.float32\) {NO_DATA}$",
-        ):
-            get_sgd_optimizer({"b": parameter[0], "w": parameter.to("meta")})
-        optimizer = get_sgd_optimizer({"w": parameter})
-        with self.assertRaisesRegex(
-            RuntimeError,
-            rf"^Gradient 'w' \(shape \[2, 3\], dtype torch.float32\) {NO_DATA}$",
-        ):
-            optimizer.step({"w": parameter.to("meta")})
+        for meta in (parameter.to("meta"), FakeTensorMode().from_tensor(parameter)):
+            with self.assertRaisesRegex(
+                RuntimeError,
+                rf"^Parameter 'w' \(shape \[2, 3\], dtype torch.float32\) {NO_DATA}$",
+            ):
+                get_sgd_optimizer({"b": parameter[0], "w": meta})
+            optimizer = get_sgd_optimizer({"w": parameter})
+            with self.assertRaisesRegex(
+                RuntimeError,
+                rf"^Gradient 'w' \(shape \[2, 3\], dtype torch.float32\) {NO_DATA}$",
+            ):
+                optimizer.step({"w": meta})
         optimizer.step({"w": torch.ones(2, 3)})
         self.assertTrue(torch.equal(parameter, torch.full((2, 3), 0.9)))

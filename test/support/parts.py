@@ -52,7 +52,9 @@ def not_here(part: str) -> str | None:
         else:
             from executorch.extension.training import get_sgd_optimizer
 
-            get_sgd_optimizer({"w": torch.ones(2)}).step({"w": torch.ones(2)})
+            # The optimizer keeps pointers into its tensors: they must outlive it.
+            parameter, gradient = torch.ones(2), torch.ones(2)
+            get_sgd_optimizer({"w": parameter}).step({"w": gradient})
     except Exception as error:  # whatever they raise where they do not run
         return (
             f"executorch's {part} does not run with torch {torch.__version__}: "
