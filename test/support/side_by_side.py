@@ -7,11 +7,11 @@
 """How each of test_cuda.py's crashing cases ends with the guard off and with it on, each in a
 fresh interpreter, as a table for the GPU record: `python test/support/side_by_side.py`.
 
-A case ends in a signal, in the exception it raised (the last line of its stderr), or in exit
-status 0. test_cuda.py asserts these outcomes; this prints them, so that the record shows what
+A case ends in a signal, in the exception it raised, or in exit status 0. test_cuda.py asserts these outcomes; this prints them, so that the record shows what
 each site does today next to the guard's error.
 """
 
+import re
 import signal
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -44,11 +44,12 @@ CASES: tuple[tuple[str | None, str, tuple[str, ...]], ...] = (
 
 
 def ending(status: int, stderr: str) -> str:
-    """A signal by its name, else the last line of stderr, else the exit status."""
+    """A signal by its name, else the last exception line of stderr (the emitter prints the
+    graph after its error), else the exit status."""
     if status < 0:
         return signal.Signals(-status).name
-    lines = stderr.strip().splitlines()
-    return lines[-1] if status and lines else f"exit status {status}"
+    raised = re.findall(r"^[\w.]+(?:Error|Exception): .*$", stderr, re.M)
+    return raised[-1] if status and raised else f"exit status {status}"
 
 
 def main() -> int:
