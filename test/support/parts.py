@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from importlib.metadata import version
+from pathlib import Path
 
 import torch
 from executorch_device_guard._patch import CUSTOM_OPS
@@ -22,23 +23,36 @@ from guard import RELEASE
 from models import llm_inputs
 
 PARTS = ("runtime", "custom ops", "llm runner", "training")
+RUN_ON_HOST = """
+import torch
+from executorch.runtime import Runtime
+from models import host_program
+
+program = Runtime.get().load_program(host_program(True))
+(result,) = program.load_method("forward").execute([torch.ones(2, 4), torch.ones(2, 4)])
+assert torch.equal(result, torch.full((2, 4), 2.0))
+"""
 
 
 @functools.cache
 def not_here(part: str) -> str | None:
     """Why `part`, one of PARTS, does not run here, or None."""
     if part == "runtime":
-        # In a child: a runtime that crashes on load takes only the child down.
-        load = "from executorch.runtime import Runtime; Runtime.get()"
+        # In a child, where a runtime that crashes takes only the child down: x + y run on
+        # host tensors (1.5.1's runtime loads with torch 2.11, but runs no program there).
         done = subprocess.run(
-            [sys.executable, "-c", load], capture_output=True, text=True, env=os.environ
+            [sys.executable, "-c", RUN_ON_HOST],
+            capture_output=True,
+            text=True,
+            env=os.environ,
+            cwd=Path(__file__).parent,
         )
         if done.returncode == 0:
             return None
         last = (done.stderr.strip().splitlines() or [""])[-1]
         return (
-            f"executorch {version('executorch')}'s runtime does not load with torch "
-            f"{torch.__version__} (exit status {done.returncode}): {last}"
+            f"executorch {version('executorch')}'s runtime does not run programs with "
+            f"torch {torch.__version__} (exit status {done.returncode}): {last}"
         )
     if part == "llm runner" and RELEASE < (1, 1):
         return "the LLM runner's bindings came in executorch 1.1.0"
