@@ -21,6 +21,7 @@ import tempfile
 import traceback
 import unittest
 from pathlib import Path
+from typing import Any
 
 import torch
 from executorch.backends.vulkan.serialization.vulkan_graph_builder import VkGraphBuilder
@@ -40,7 +41,6 @@ from executorch.exir import (
 from executorch.exir._serialize._named_data_store import NamedDataStore
 from executorch.exir.backend.utils import DelegateMappingBuilder
 from executorch.exir.error import InternalError
-from executorch.runtime import Runtime
 from executorch_device_guard import _patch, _sites
 from guard import RELEASE, guard_set
 from models import (
@@ -230,6 +230,13 @@ class TestRuntime(unittest.TestCase):
     """Each test keeps its Program: a Method loaded from bytes reads them where the Program
     holds them, and ExecuTorch frees them with the Program (a crash, guard or not)."""
 
+    def load(self, source: Any) -> Any:
+        """executorch.runtime's program from `source`, imported here: the runtime of 1.1.0 to
+        1.3.1 does not load with torch 2.13, and the other classes do not need it."""
+        from executorch.runtime import Runtime
+
+        return Runtime.get().load_program(source)
+
     def inputs(self, device_index: int | None = None) -> list[torch.Tensor]:
         """x and y of host_program, the one at `device_index` in simulated device memory."""
         inputs = [torch.randn(2, 4), torch.randn(2, 4)]
@@ -248,7 +255,7 @@ class TestRuntime(unittest.TestCase):
                 if RELEASE >= (1, 1):  # 1.0's load_program takes no file object
                     sources["file"] = io.BytesIO(buffer)
                 for kind, source in {**sources, "str": str(path)}.items():
-                    program = Runtime.get().load_program(source)
+                    program = self.load(source)
                     method = program.load_method("forward")
                     for index in (0, 1):
                         message = (
@@ -270,7 +277,7 @@ class TestRuntime(unittest.TestCase):
     def test_runtime_inputs_that_the_bindings_refuse_first_keep_their_error(
         self,
     ) -> None:
-        program = Runtime.get().load_program(host_program(True))
+        program = self.load(host_program(True))
         method = program.load_method("forward")
         x, y = self.inputs(1)
         refused = [
@@ -295,7 +302,7 @@ class TestRuntime(unittest.TestCase):
         outcomes = []
         for on in (False, True):
             with guard_set(on):
-                program = Runtime.get().load_program(buffer)
+                program = self.load(buffer)
                 method = program.load_method("forward")
                 # What ExecuTorch does next, guard or not: on a CPU build of torch, the
                 # bindings cannot return the output that the program leaves on cuda:0.
@@ -307,7 +314,7 @@ class TestRuntime(unittest.TestCase):
         self.assertNotIn("not in host memory", outcomes[1])
 
     def test_runtime_meta_inputs_say_they_hold_no_data(self) -> None:
-        program = Runtime.get().load_program(host_program(True))
+        program = self.load(host_program(True))
         method = program.load_method("forward")
         x = torch.ones(2, 4)
         if RELEASE >= (1, 5):  # the bindings refuse a meta tensor themselves
