@@ -34,15 +34,11 @@ class Site(NamedTuple):
 
 
 class Operator(NamedTuple):
-    """An operator of ExecuTorch's C++ custom ops library that is registered for every device
+    """An operator of ExecuTorch's C++ custom ops library registered for every device
     (CompositeExplicitAutograd) with a kernel that reads host memory: on a device tensor it dies
-    of SIGSEGV. Importing `module` loads the library; the guard then registers, for each device
-    dispatch key without a kernel of its own, one that refuses the call as torch refuses an
-    operator with a CPU kernel only (_sites.device_kernels). The follow-up refuses every device
-    but the CPU; the guard refuses _sites.DEVICE_KEYS, a subset, and meta for `.out`
-    overloads. Its kernels count as CUDA kernels for _dispatch_has_kernel_for_dispatch_key; a
-    real one registered later replaces them, with torch's warning. Where ExecuTorch registers
-    the operator for CPU alone, as the follow-up does, the site is skipped without a warning."""
+    of SIGSEGV. Importing `module` loads the library, and _sites.device_kernels then refuses
+    device tensors for it; where ExecuTorch registers it for CPU alone, as the follow-up does,
+    the site is skipped without a warning."""
 
     module: str
     qualname: str  # torch's name, "llama::custom_sdpa": all its overloads
@@ -169,10 +165,6 @@ WARNED: list[str] = []
 
 def wrapper(site: Site) -> Callable[..., Any]:
     """The function of _sites that wraps `site`, imported now, when torch is loaded."""
-    # _sites imports from executorch.exir, whose import patches the sites in it: that comes
-    # first, or a site outside it (the LLM runner's) would meet _sites half imported.
-    import executorch.exir  # noqa: F401
-
     from . import _sites
 
     return _sites.WRAPPERS[site.wrapper_name]

@@ -20,7 +20,6 @@ a subprocess, and its generated classes came in 1.2.0.
 
 import functools
 import mmap
-import os
 from collections.abc import Iterator
 
 from flatbuffers import encode, number_types, packer
@@ -28,7 +27,7 @@ from flatbuffers.table import Table
 
 from ._patch import _release_before
 
-Source = str | os.PathLike[str] | bytes  # a .pte file's path, or its bytes
+Source = str | bytes  # a .pte file's absolute path, or its bytes
 
 # Field slots (4 + 2 * the field's index in its table) and enum values of schema/program.fbs.
 EXECUTION_PLAN = 6  # Program
@@ -57,9 +56,8 @@ class InputPlan:
             with open(self.source, "rb") as file:
                 with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
                     return host_inputs(data, self.method)
-        except (
-            OSError
-        ):  # the file is gone since it was loaded: ExecuTorch's to run as it is
+        # The file is gone since it was loaded: ExecuTorch's to run as it is.
+        except OSError:
             return frozenset()
 
 

@@ -25,7 +25,6 @@ from contextvars import ContextVar
 from typing import Any, NoReturn
 
 import torch
-from executorch.exir.error import InternalError
 from torch._export.verifier import SpecViolationError
 
 from ._host_read import (
@@ -53,6 +52,9 @@ def emitter_constant(
     if spec.const:
         device = spec.storage.device
         if device.type != "cpu" and spec.allocated_memory != 0:
+            # Imported here: the LLM runner's sites, also in this module, load no exir.
+            from executorch.exir.error import InternalError
+
             method = _constant_method.get()
             if method is not None:
                 raise InternalError(
@@ -249,7 +251,11 @@ def runtime_inputs(original: Original, self: Any, inputs: Sequence[Any]) -> Any:
     memory. Before 1.5.0 the bindings take a tensor on any device, which the method reads on the
     host: those raise too. Host inputs, every call's path, cost one device check each."""
     for value in inputs:
-        if type(value) is torch.Tensor and value.untyped_storage().device.type != "cpu":
+        if (
+            type(value) is torch.Tensor
+            and value.layout == torch.strided  # sparse tensors have no storage to ask
+            and value.untyped_storage().device.type != "cpu"
+        ):
             break
     else:
         return original(self, inputs)
@@ -260,6 +266,8 @@ def runtime_inputs(original: Original, self: Any, inputs: Sequence[Any]) -> Any:
         if type(value) is not torch.Tensor:  # exactly, as the bindings take it
             if value is None or isinstance(value, (int, float)):
                 continue
+            break
+        if value.layout != torch.strided:  # the bindings' to refuse
             break
         if not value.is_contiguous() and not (
             value.dim() == 4 and value.is_contiguous(memory_format=torch.channels_last)
@@ -281,7 +289,9 @@ def runtime_inputs(original: Original, self: Any, inputs: Sequence[Any]) -> Any:
                     value.shape,
                     value.dtype,
                     device,
-                    what_to_do(device, RUNTIME_INPUT),
+                    what_to_do(
+                        device, RUNTIME_INPUT if device.type == "cuda" else HOST_TENSORS
+                    ),
                 )
             )
     return original(self, inputs)
@@ -307,7 +317,8 @@ def device_kernels(qualname: str) -> torch.library.Library | None:
 
     Unlike the follow-up, these kernels make _dispatch_has_kernel_for_dispatch_key(overload,
     "CUDA") true; a real CUDA kernel registered later (in C++, or from Python from torch 2.13)
-    replaces them, with torch's warning."""
+    replaces them, with torch's warning. Before torch 2.13, register_fake of a `.out` overload
+    after the guard's Meta refusal is refused; ExecuTorch registers none."""
     namespace = qualname.split("::")[0]
     overloads = [
         name

@@ -58,6 +58,15 @@ class TestStartup(unittest.TestCase):
                 self.assertEqual(status, 0, stderr)
                 self.assertEqual(children.result(stdout)["finders"], finders)
 
+    @unittest.skipIf(not_here("llm runner"), str(not_here("llm runner")))
+    def test_the_llm_runner_loads_no_exporter_with_the_guard(self) -> None:
+        for on in (False, True):
+            with self.subTest(guard=on):
+                status, stdout, stderr = children.run("runner_import", on)
+                self.assertEqual(status, 0, stderr)
+                found = children.result(stdout)
+                self.assertEqual(found, {"exir": False, "guarded": on})
+
 
 class TestSwitch(unittest.TestCase):
     """ENV_VAR's rule, in _hook's docstring, as startup() and the status line read it."""

@@ -18,7 +18,7 @@ from executorch.exir.error import InternalError
 from executorch_device_guard._selfcheck import SIGSEGV
 from guard import guard_set
 from models import (
-    CUSTOM_OPS,
+    CRASHING_OPS,
     linear,
     llm_inputs,
     stored,
@@ -27,7 +27,7 @@ from parts import not_here
 from torch.export import export
 
 ON_CUDA = r"\(shape \[3, 4\], dtype torch.float32\) is on cuda:0, not in host memory"
-HOST_TENSORS = r"is on cuda:0, not in host memory\. Pass host tensors with \.cpu\(\)\.$"
+CUDA_TAIL = r"is on cuda:0, not in host memory\. Pass host tensors with \.cpu\(\)\.$"
 
 
 @unittest.skipUnless(torch.cuda.is_available(), "needs a CUDA device")
@@ -116,7 +116,7 @@ class TestCuda(unittest.TestCase):
 
     @unittest.skipIf(not_here("custom ops"), not_here("custom ops"))
     def test_cuda_custom_ops_crash_unguarded_and_raise_guarded(self) -> None:
-        for name, argument in CUSTOM_OPS.items():
+        for name, argument in CRASHING_OPS.items():
             with self.subTest(op=name):
                 self.assert_crashes_unguarded("cuda_custom_op", name)
                 with (
@@ -175,7 +175,7 @@ class TestCuda(unittest.TestCase):
                     self.assertRaisesRegex(
                         RuntimeError,
                         rf"^{function}'s argument '{argument}' \(shape \[{shape}\], "
-                        rf"dtype {tensor.dtype}\) {HOST_TENSORS}",
+                        rf"dtype {tensor.dtype}\) {CUDA_TAIL}",
                     ),
                 ):
                     getattr(runner, function)(tensor.cuda())
@@ -192,11 +192,11 @@ class TestCuda(unittest.TestCase):
         parameter = torch.ones(2, 3)
         with guard_set(True):
             with self.assertRaisesRegex(
-                RuntimeError, rf"^Parameter {shape} {HOST_TENSORS}"
+                RuntimeError, rf"^Parameter {shape} {CUDA_TAIL}"
             ):
                 get_sgd_optimizer({"w": parameter.cuda()})
             optimizer = get_sgd_optimizer({"w": parameter})
             with self.assertRaisesRegex(
-                RuntimeError, rf"^Gradient {shape} {HOST_TENSORS}"
+                RuntimeError, rf"^Gradient {shape} {CUDA_TAIL}"
             ):
                 optimizer.step({"w": torch.ones(2, 3).cuda()})

@@ -44,7 +44,7 @@ from executorch.exir.error import InternalError
 from executorch_device_guard import _patch, _sites
 from guard import RELEASE, guard_set
 from models import (
-    CUSTOM_OPS,
+    CRASHING_OPS,
     EfficientAttention,
     WithBuffer,
     WithConstant,
@@ -65,7 +65,7 @@ from torch.export import export
 
 ON_CUDA = "is on cuda:0, not in host memory"
 RUNTIME_UNAVAILABLE = not_here("runtime")
-NO_DATA = "is on meta, not in host memory. A meta or fake tensor holds no data."
+ON_META = "is on meta, not in host memory. A meta or fake tensor holds no data."
 LLM_RUNNER = not_here("llm runner")
 TRAINING = not_here("training")
 
@@ -274,6 +274,16 @@ class TestRuntime(unittest.TestCase):
                     (result,) = method.execute([x, y])
                     self.assertTrue(torch.equal(result, x + y))
 
+    def test_runtime_reads_the_program_only_once_a_device_tensor_comes(self) -> None:
+        program = self.load(host_program(True))
+        method = program.load_method("forward")
+        plan = _sites._method_plans[method]
+        method.execute(self.inputs())
+        self.assertNotIn("host_inputs", vars(plan))  # functools.cached_property's slot
+        with self.assertRaises(RuntimeError):
+            method.execute(self.inputs(1))
+        self.assertEqual(vars(plan)["host_inputs"], {0, 1})
+
     def test_runtime_inputs_that_the_bindings_refuse_first_keep_their_error(
         self,
     ) -> None:
@@ -340,7 +350,7 @@ class TestCustomOps(unittest.TestCase):
     def test_custom_ops_on_a_device_raise_naming_the_operator_and_the_tensor(
         self,
     ) -> None:
-        for name, argument in CUSTOM_OPS.items():
+        for name, argument in CRASHING_OPS.items():
             for key in _sites.DEVICE_KEYS:
                 arguments = custom_op_arguments(name, "cpu")
                 simulate_device(arguments[0])
@@ -362,7 +372,7 @@ class TestCustomOps(unittest.TestCase):
             NotImplementedError,
             r"^llama::update_cache\.out: attempted to run this operator with Meta tensors, "
             r"but there was no fake impl or Meta kernel registered\. Argument 'value' "
-            rf"\(shape \[1, 1, 2, 4\], dtype torch\.float32\) {NO_DATA}$",
+            rf"\(shape \[1, 1, 2, 4\], dtype torch\.float32\) {ON_META}$",
         ):
             torch.ops.llama.update_cache.out(
                 value, cache, 0, out=torch.empty(1, device="meta")
@@ -410,7 +420,7 @@ class TestCustomOps(unittest.TestCase):
             result, but update_cache's, which is left uninitialized."""
             torch.manual_seed(0)
             found = []
-            for name in CUSTOM_OPS:
+            for name in CRASHING_OPS:
                 arguments = custom_op_arguments(name, device)
                 result = getattr(torch.ops.llama, name)(*arguments)
                 found += [a for a in arguments if isinstance(a, torch.Tensor)]
@@ -506,7 +516,7 @@ class TestBindings(unittest.TestCase):
                 self.assertEqual(
                     str(raised.exception),
                     f"{function}'s argument {argument!r} (shape {list(tensor.shape)}, "
-                    f"dtype {tensor.dtype}) {NO_DATA}",
+                    f"dtype {tensor.dtype}) {ON_META}",
                 )
 
     @unittest.skipIf(TRAINING is not None, str(TRAINING))
@@ -517,13 +527,13 @@ class TestBindings(unittest.TestCase):
         for meta in (parameter.to("meta"), FakeTensorMode().from_tensor(parameter)):
             with self.assertRaisesRegex(
                 RuntimeError,
-                rf"^Parameter 'w' \(shape \[2, 3\], dtype torch.float32\) {NO_DATA}$",
+                rf"^Parameter 'w' \(shape \[2, 3\], dtype torch.float32\) {ON_META}$",
             ):
                 get_sgd_optimizer({"b": parameter[0], "w": meta})
             optimizer = get_sgd_optimizer({"w": parameter})
             with self.assertRaisesRegex(
                 RuntimeError,
-                rf"^Gradient 'w' \(shape \[2, 3\], dtype torch.float32\) {NO_DATA}$",
+                rf"^Gradient 'w' \(shape \[2, 3\], dtype torch.float32\) {ON_META}$",
             ):
                 optimizer.step({"w": meta})
         optimizer.step({"w": torch.ones(2, 3)})

@@ -62,6 +62,17 @@ def startup() -> dict[str, Any]:
     }
 
 
+def runner_import() -> dict[str, bool]:
+    """Whether importing the LLM runner, first of ExecuTorch, loads the exporter
+    (executorch.exir, seconds of imports), and whether its input functions are wrapped."""
+    from executorch.extension.llm import runner
+
+    return {
+        "exir": "executorch.exir" in sys.modules,
+        "guarded": hasattr(runner.make_image_input, "__wrapped__"),
+    }
+
+
 def meta_model() -> None:
     """The reproducer on meta: with the guard, "holds no data"; without, "NULL pointer access"."""
     import torch
@@ -285,6 +296,7 @@ CHILDREN: dict[str, Callable[..., object | None]] = {
     f.__name__: f
     for f in (
         startup,
+        runner_import,
         meta_model,
         messages,
         cuda_portable,

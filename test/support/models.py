@@ -94,7 +94,7 @@ class WithKVCache(torch.nn.Module):
 
 # The LLM custom ops of every release that the issue saw die of SIGSEGV on CUDA tensors, each
 # with the name of its first argument.
-CUSTOM_OPS = {
+CRASHING_OPS = {
     "custom_sdpa": "query",
     "update_cache": "value",
     "sdpa_with_kv_cache": "query",

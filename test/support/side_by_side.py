@@ -7,8 +7,9 @@
 """How each of test_cuda.py's crashing cases ends with the guard off and with it on, each in a
 fresh interpreter, as a table for the GPU record: `python test/support/side_by_side.py`.
 
-A case ends in a signal, in the exception it raised, or in exit status 0. test_cuda.py asserts these outcomes; this prints them, so that the record shows what
-each site does today next to the guard's error.
+A case ends in a signal, in the exception it raised, or in exit status 0. test_cuda.py
+asserts these outcomes; this prints them, so that the record shows what each site does today
+next to the guard's error.
 """
 
 import re
