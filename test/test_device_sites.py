@@ -308,7 +308,7 @@ class TestRuntime(unittest.TestCase):
     def test_runtime_runs_device_inputs_that_the_program_plans_on_the_device(
         self,
     ) -> None:
-        buffer = device_inputs_program()
+        buffer, inputs = device_inputs_program(), self.inputs(0)
         outcomes = []
         for on in (False, True):
             with guard_set(on):
@@ -317,7 +317,7 @@ class TestRuntime(unittest.TestCase):
                 # What ExecuTorch does next, guard or not: on a CPU build of torch, the
                 # bindings cannot return the output that the program leaves on cuda:0.
                 try:
-                    outcomes.append(repr(method.execute(self.inputs(0))))
+                    outcomes.append(repr(method.execute(inputs)))
                 except RuntimeError as error:
                     outcomes.append(str(error).split("\n")[0])
         self.assertEqual(outcomes[0], outcomes[1])

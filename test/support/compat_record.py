@@ -35,6 +35,11 @@ def numbers(text: str) -> list[int]:
     return [int(number) for number in re.findall(r"\d+", text)]
 
 
+def without_paths(text: str) -> str:
+    """`text` with each virtualenv's site-packages named so: records hold no machine paths."""
+    return re.sub(r"/\S*?/site-packages", "<site-packages>", text)
+
+
 def row(release: str, torch: str, flatc: str, status: str, junit: Path) -> list[str]:
     """The run's cells, from the self-check's output and the tests' junit."""
     site = r"^  (guarded|SKIPPED)  executorch\.\S+?(\w+)(?::\s+(.*))?$"
@@ -72,7 +77,7 @@ def write(release: str, torch: str, flatc: str, status: str, junit: Path) -> Non
             notes[note] = [run for run in runs.split(", ") if run != this]
     for test, case in read(junit).items():
         if case.outcome != "passed":
-            note = f"{test}`: {case.outcome}: {case.summary}"
+            note = f"{test}`: {case.outcome}: {without_paths(case.summary)}"
             notes.setdefault(note, []).append(this)
     text = INTRO + tabulate(rows, HEADERS, tablefmt="github", disable_numparse=True)
     text += "\n\nNot passed, with pytest's reason:\n\n"
@@ -84,4 +89,5 @@ def write(release: str, torch: str, flatc: str, status: str, junit: Path) -> Non
 
 if __name__ == "__main__":
     release, torch, flatc, status, junit = sys.argv[1:]
-    write(release, torch, flatc, Path(status).read_text(), Path(junit))
+    status_text = without_paths(Path(status).read_text())
+    write(release, torch, flatc, status_text, Path(junit))
