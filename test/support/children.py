@@ -230,6 +230,17 @@ def cuda_bundled() -> None:
     bundle(*cuda_values())
 
 
+def host_runtime() -> None:
+    """x + y run by executorch.runtime on host tensors: whether the runtime runs here."""
+    import torch
+    from executorch.runtime import Runtime
+    from models import host_program
+
+    program = Runtime.get().load_program(host_program(True))
+    (result,) = program.load_method("forward").execute([torch.ones(2, 4)] * 2)
+    assert torch.equal(result, torch.full((2, 4), 2.0))
+
+
 def cuda_runtime(planning: str) -> None:
     """x + y lowered on the CPU, its inputs planned in host memory or not planned, run by
     executorch.runtime with y on cuda:0."""
@@ -303,6 +314,7 @@ CHILDREN: dict[str, Callable[..., object | None]] = {
         cuda_delegated,
         cuda_constant_method,
         cuda_bundled,
+        host_runtime,
         cuda_runtime,
         cuda_custom_op,
         cuda_llama,

@@ -11,48 +11,30 @@ tests of a part that does not run here skip, saying why; .ci/gpu leaves out its 
 
 import functools
 import importlib
-import os
-import subprocess
-import sys
 from importlib.metadata import version
-from pathlib import Path
 
+import children
 import torch
 from executorch_device_guard._patch import CUSTOM_OPS
 from guard import RELEASE
 from models import llm_inputs
 
 PARTS = ("runtime", "custom ops", "llm runner", "training")
-RUN_ON_HOST = """
-import torch
-from executorch.runtime import Runtime
-from models import host_program
-
-program = Runtime.get().load_program(host_program(True))
-(result,) = program.load_method("forward").execute([torch.ones(2, 4), torch.ones(2, 4)])
-assert torch.equal(result, torch.full((2, 4), 2.0))
-"""
 
 
 @functools.cache
 def not_here(part: str) -> str | None:
     """Why `part`, one of PARTS, does not run here, or None."""
     if part == "runtime":
-        # In a child, where a runtime that crashes takes only the child down: x + y run on
-        # host tensors (1.5.1's runtime loads with torch 2.11, but runs no program there).
-        done = subprocess.run(
-            [sys.executable, "-c", RUN_ON_HOST],
-            capture_output=True,
-            text=True,
-            env=os.environ,
-            cwd=Path(__file__).parent,
-        )
-        if done.returncode == 0:
+        # In a child, where a runtime that crashes takes only the child down (1.5.1's
+        # runtime loads with torch 2.11, but runs no program there).
+        status, _, stderr = children.run("host_runtime", guard=False)
+        if status == 0:
             return None
-        last = (done.stderr.strip().splitlines() or [""])[-1]
+        last = (stderr.strip().splitlines() or [""])[-1]
         return (
             f"executorch {version('executorch')}'s runtime does not run programs with "
-            f"torch {torch.__version__} (exit status {done.returncode}): {last}"
+            f"torch {torch.__version__} (exit status {status}): {last}"
         )
     if part == "llm runner" and RELEASE < (1, 1):
         return "the LLM runner's bindings came in executorch 1.1.0"
