@@ -386,14 +386,15 @@ def _refusal(overload: str, key: str) -> Callable[..., NoReturn]:
     return refuse
 
 
-def _check_host_tensor(subject: str, tensor: torch.Tensor) -> None:
+def _check_host_tensor(tensor: torch.Tensor, subject: str, *names: object) -> None:
     """The follow-ups' check where ExecuTorch's bindings copy a tensor's bytes on the host:
-    their RuntimeError for one elsewhere; an empty one has no bytes to copy."""
+    their RuntimeError for one elsewhere; an empty one has no bytes to copy. `subject` is a
+    format string of `names`, filled only when raising."""
     device = tensor.untyped_storage().device
     if device.type != "cpu" and tensor.numel() != 0:
         raise RuntimeError(
             host_read_message(
-                subject,
+                subject.format(*names),
                 tensor.shape,
                 tensor.dtype,
                 device,
@@ -406,7 +407,7 @@ def llm_image_input(original: Original, image_tensor: Any) -> Any:
     """make_image_input, which copies the image's bytes on the host."""
     if isinstance(image_tensor, torch.Tensor):
         _check_host_tensor(
-            f"{original.__name__}'s argument 'image_tensor'", image_tensor
+            image_tensor, "{}'s argument 'image_tensor'", original.__name__
         )
     return original(image_tensor)
 
@@ -415,7 +416,7 @@ def llm_audio_input(original: Original, audio_tensor: Any) -> Any:
     """make_audio_input and make_raw_audio_input, which copy the audio's bytes on the host."""
     if isinstance(audio_tensor, torch.Tensor):
         _check_host_tensor(
-            f"{original.__name__}'s argument 'audio_tensor'", audio_tensor
+            audio_tensor, "{}'s argument 'audio_tensor'", original.__name__
         )
     return original(audio_tensor)
 
@@ -428,7 +429,7 @@ def _check_named_tensors(kind: str, tensors: Any) -> None:
         for name, tensor in tensors.items()
     ):
         for name, tensor in tensors.items():
-            _check_host_tensor(f"{kind} {name!r}", tensor)
+            _check_host_tensor(tensor, "{} {!r}", kind, name)
 
 
 def sgd_parameters(
