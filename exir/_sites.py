@@ -340,12 +340,12 @@ def device_kernels(qualname: str) -> torch.library.Library | None:
             overload, "CompositeExplicitAutograd"
         ):
             raise LookupError(f"{overload} has no kernel for every device")
-    library = torch.library.Library(namespace, "IMPL")  # type: ignore[no-untyped-call]
+    library = torch.library.Library(namespace, "IMPL")  # type: ignore[no-untyped-call, unused-ignore]
     for overload in overloads:
         keys = DEVICE_KEYS + (("Meta",) if overload.endswith(".out") else ())
         for key in keys:
             if not torch._C._dispatch_has_kernel_for_dispatch_key(overload, key):
-                library.impl(overload, _refusal(overload, key), key)  # type: ignore[no-untyped-call]
+                library.impl(overload, _refusal(overload, key), key)  # type: ignore[no-untyped-call, unused-ignore]
     return library
 
 
