@@ -108,7 +108,8 @@ class TestCuda(unittest.TestCase):
                         r"^Input 1 of method 'forward' \(shape \[2, 4\], dtype "
                         r"torch.float32\) is on cuda:0, not in host memory\. Pass host "
                         r"tensors with \.cpu\(\), or lower with CudaPartitioner and set "
-                        r"PropagateDeviceConfig\(skip_h2d_for_method_inputs=True\) in "
+                        r"PropagateDeviceConfig\(skip_h2d_for_method_inputs=True\) and "
+                        r"MemoryPlanningPass\(alloc_graph_input=False\) in "
                         r"to_executorch\(\)\.$",
                     ),
                 ):

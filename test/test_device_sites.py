@@ -262,7 +262,8 @@ class TestRuntime(unittest.TestCase):
                             f"Input {index} of method 'forward' (shape [2, 4], dtype "
                             f"torch.float32) {ON_CUDA}. Pass host tensors with .cpu(), "
                             "or lower with CudaPartitioner and set PropagateDeviceConfig("
-                            "skip_h2d_for_method_inputs=True) in to_executorch()."
+                            "skip_h2d_for_method_inputs=True) and MemoryPlanningPass("
+                            "alloc_graph_input=False) in to_executorch()."
                         )
                         with self.assertRaisesRegex(
                             RuntimeError,
