@@ -23,7 +23,9 @@ from upstream import series
 # Upstream's test modules, in test/ or beside the code; training's is test/test.py, which only
 # Buck runs (pytest's default pattern leaves it out, a file named on its command line is run).
 TEST_FILES = ("*/test_*.py", "*/test/test.py")
-TEST_CODE = "*/test/*"  # what upstream's tests hold, helpers included
+# What upstream's tests hold, helpers included: test/ beside the code, and the top-level test/
+# (the models and fixtures that the runtime's tests load).
+TEST_CODE = ("test/*", "*/test/*")
 
 
 def is_test_file(path: str) -> bool:
@@ -33,7 +35,7 @@ def is_test_file(path: str) -> bool:
 def is_code(file: Any) -> bool:
     """A Python file that is not test code: the review counts its lines."""
     path = file.path
-    test = fnmatch.fnmatch(path, TEST_CODE) or is_test_file(path)
+    test = is_test_file(path) or any(fnmatch.fnmatch(path, p) for p in TEST_CODE)
     return path.endswith(".py") and not test
 
 

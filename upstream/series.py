@@ -29,8 +29,9 @@ BASE = "device-guard-base"
 REF = "cff6f4dd32"  # upstream main, which the series is based on (CONTRIBUTING.md)
 BRANCHES = {SERIES: "device-guard", FOLLOWUP: "device-guard-followup"}
 CPP = ("*.cpp", "*.h")  # C++ sources, which the executorch wheel ships built
-# What the wheel lacks of the repository, left out when a patch is applied to it.
-NOT_IN_WHEEL = ("*BUCK", "*TARGETS", "*.bzl", ".github/*", "pytest.ini", *CPP)
+# What the wheel lacks of the repository (the top-level test/ among it), left out when a patch
+# is applied to it.
+NOT_IN_WHEEL = ("*BUCK", "*TARGETS", "*.bzl", ".github/*", "pytest.ini", "test/*", *CPP)
 # No user or system git config.
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 
