@@ -15,7 +15,7 @@ MOVE_PROGRAM = "Call torch.export.passes.move_to_device_pass(exported_program, '
 CONSTANT_METHODS = "Pass host tensors in constant_methods"
 BUNDLED = "Pass host tensors to MethodTestCase"
 HOST_TENSORS = "Pass host tensors with .cpu()"
-RUNTIME_INPUT = f"{HOST_TENSORS}, or lower with CudaPartitioner and call to_executorch(ExecutorchBackendConfig(propagate_device_config=PropagateDeviceConfig(skip_h2d_for_method_inputs=True, skip_d2h_for_method_outputs=True), memory_planning_pass=MemoryPlanningPass(alloc_graph_input=False, alloc_graph_output=False)))"
+RUNTIME_INPUT = f"{HOST_TENSORS}, or, for a method meant to take device inputs, lower with CudaPartitioner and skip the input copies as https://docs.pytorch.org/executorch/main/backends/cuda/cuda-overview.html shows"
 NO_DATA = "A meta or fake tensor holds no data"
 
 

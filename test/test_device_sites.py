@@ -261,12 +261,10 @@ class TestRuntime(unittest.TestCase):
                         message = (
                             f"Input {index} of method 'forward' (shape [2, 4], dtype "
                             f"torch.float32) {ON_CUDA}. Pass host tensors with .cpu(), "
-                            "or lower with CudaPartitioner and call to_executorch("
-                            "ExecutorchBackendConfig(propagate_device_config="
-                            "PropagateDeviceConfig(skip_h2d_for_method_inputs=True, "
-                            "skip_d2h_for_method_outputs=True), memory_planning_pass="
-                            "MemoryPlanningPass(alloc_graph_input=False, "
-                            "alloc_graph_output=False)))."
+                            "or, for a method meant to take device inputs, lower with "
+                            "CudaPartitioner and skip the input copies as "
+                            "https://docs.pytorch.org/executorch/main/backends/cuda/"
+                            "cuda-overview.html shows."
                         )
                         with self.assertRaisesRegex(
                             RuntimeError,
