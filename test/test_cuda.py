@@ -96,8 +96,8 @@ class TestCuda(unittest.TestCase):
                 stored(tensor.cuda())
 
     def test_cuda_runtime_inputs_crash_unguarded_and_raise_guarded(self) -> None:
-        if failure := not_here("runtime"):
-            self.skipTest(failure)
+        if why := not_here("runtime"):
+            self.skipTest(why)
         for planning in ("planned", "unplanned"):
             with self.subTest(planning=planning):
                 self.assert_crashes_unguarded("cuda_runtime", planning)
@@ -163,8 +163,8 @@ class TestCuda(unittest.TestCase):
             self.assertGreater(len(edge.to_executorch().buffer), 0)
 
     def test_cuda_llm_runner_inputs_crash_unguarded_and_raise_guarded(self) -> None:
-        if problem := not_here("llm runner"):
-            self.skipTest(problem)
+        if why := not_here("llm runner"):
+            self.skipTest(why)
         from executorch.extension.llm import runner
 
         for function, (argument, tensor) in llm_inputs().items():
@@ -182,8 +182,8 @@ class TestCuda(unittest.TestCase):
                     getattr(runner, function)(tensor.cuda())
 
     def test_cuda_sgd_crashes_unguarded_and_raises_guarded(self) -> None:
-        if problem := not_here("training"):
-            self.skipTest(problem)
+        if why := not_here("training"):
+            self.skipTest(why)
         from executorch.extension.training import get_sgd_optimizer
 
         for on_cuda in ("parameter", "gradient"):
