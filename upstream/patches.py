@@ -35,7 +35,7 @@ def is_test_file(path: str) -> bool:
 def is_code(file: Any) -> bool:
     """A Python file that is not test code: the review counts its lines."""
     path = file.path
-    test = is_test_file(path) or any(fnmatch.fnmatch(path, p) for p in TEST_CODE)
+    test = any(fnmatch.fnmatch(path, p) for p in (*TEST_CODE, *TEST_FILES))
     return path.endswith(".py") and not test
 
 
