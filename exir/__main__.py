@@ -11,8 +11,8 @@ import sys
 
 from . import __version__, status
 from ._hook import ENV_VAR, OFF, turned_off
-from ._patch import MODULES
 from ._selfcheck import CASES, CUDA_CASES, cpu_program_failure, run_cases
+from ._site_table import MODULES
 
 
 def headline(installed: bool) -> str:

@@ -7,9 +7,12 @@
 """Wires the device guard into ExecuTorch lazily, from the startup .pth line.
 
 Runs at every interpreter start, so it imports nothing beyond sys and os: a meta path finder
-waits for the first import of an ExecuTorch module and, for the modules in _patch.SITES, patches
-each right after it executes. _patch, which holds the table and does the wrapping, loads with
-the first executorch.* import; torch and executorch are imported by the user's code, never here.
+waits for the first import of a module in the site table (_site_table, loaded then) and lends
+that one import a loader of the guard's, which runs ExecuTorch's own loader and then wraps the
+module's sites (_wrapping). The module keeps ExecuTorch's loader as its __loader__ and
+__spec__.loader (wrapt's chained loader), so nothing of ExecuTorch's refers to the guard once
+uninstall() has put the functions back. torch and executorch are imported by the user's code,
+never here.
 
 EXECUTORCH_DEVICE_GUARD (ENV_VAR) turns the guard off at interpreter start when its value is 0,
 false, off or no, in any case, surrounding whitespace ignored. Anything else leaves it on: unset,
@@ -27,12 +30,13 @@ if False:  # type checkers only: typing.TYPE_CHECKING would import typing at eve
     from collections.abc import Sequence
     from importlib.machinery import ModuleSpec
     from types import ModuleType
+    from typing import Any
 
-    from . import _patch
+    from . import _wrapping
 
 
 class _Finder:
-    """Meta path finder that patches a guarded module right after its loader executes it."""
+    """Meta path finder that gives a guarded module's import the guard's loader."""
 
     def __init__(self) -> None:
         # Names being looked up through the other finders; importlib's per-module lock makes
@@ -47,37 +51,65 @@ class _Finder:
     ) -> "ModuleSpec | None":
         if not fullname.startswith("executorch.") or fullname in self._finding:
             return None
-        import functools
-        import importlib.util
+        from . import _site_table
 
-        from . import _patch
-
-        if fullname not in _patch.MODULES:
+        if fullname not in _site_table.MODULES:
             return None
         self._finding.add(fullname)
         try:
-            spec = importlib.util.find_spec(fullname)
+            spec = self._find_with_others(fullname, path, target)
         finally:
             self._finding.discard(fullname)
-        loader = spec.loader if spec else None
-        exec_module = getattr(loader, "exec_module", None)
-        # A loader shared by several specs may have been wrapped already.
-        if (
-            exec_module is not None
-            and getattr(exec_module, "func", None) is not _exec_and_patch
-        ):
-            try:
-                loader.exec_module = functools.partial(_exec_and_patch, exec_module)  # type: ignore[union-attr, method-assign]
-            except AttributeError:  # a loader with read-only attributes: leave it alone
-                pass
+        if spec is None:
+            return None
+        if not hasattr(spec.loader, "exec_module"):
+            from . import _wrapping
+
+            _wrapping.left_alone(
+                fullname,
+                f"its loader, {type(spec.loader).__name__}, has no exec_module to wrap",
+            )
+            return spec
+        spec.loader = _Loader(spec.loader)  # type: ignore[assignment]
         return spec
 
+    def _find_with_others(
+        self,
+        fullname: str,
+        path: "Sequence[str] | None",
+        target: "ModuleType | None",
+    ) -> "ModuleSpec | None":
+        """The spec that the import system would find without this finder: a new one for each
+        import or reload, so the guard's loader is lent to that import alone."""
+        for other in sys.meta_path:
+            find_spec = getattr(other, "find_spec", None)
+            if other is not self and find_spec is not None:
+                spec: ModuleSpec | None = find_spec(fullname, path, target)
+                if spec is not None:
+                    return spec
+        return None
 
-def _exec_and_patch(exec_module: object, module: object) -> None:
-    exec_module(module)  # type: ignore[operator]
-    from . import _patch
 
-    _patch.patch_module(module)  # type: ignore[arg-type]
+class _Loader:
+    """ExecuTorch's loader of a guarded module for one import, followed by the wrapping of the
+    module's sites; anything else is ExecuTorch's loader's."""
+
+    def __init__(self, loader: "Any") -> None:
+        self.loader = loader
+
+    def __getattr__(self, name: str) -> "Any":
+        return getattr(self.loader, name)
+
+    def exec_module(self, module: "ModuleType") -> None:
+        # The module's own references go back to ExecuTorch's loader before its code runs.
+        if getattr(module, "__loader__", None) is self:
+            module.__loader__ = self.loader
+        if getattr(module.__spec__, "loader", None) is self:
+            module.__spec__.loader = self.loader  # type: ignore[union-attr]
+        self.loader.exec_module(module)
+        from . import _wrapping
+
+        _wrapping.patch_module(module)
 
 
 def finder() -> "_Finder | None":
@@ -104,10 +136,10 @@ def install() -> None:
     if finder() is None:
         sys.meta_path.insert(0, _Finder())
     if any(name.startswith("executorch.") for name in sys.modules):
-        from . import _patch
+        from . import _site_table, _wrapping
 
-        for name in sorted(_patch.MODULES & set(sys.modules)):
-            _patch.patch_module(sys.modules[name])
+        for name in sorted(_site_table.MODULES & set(sys.modules)):
+            _wrapping.patch_module(sys.modules[name])
 
 
 def uninstall() -> None:
@@ -115,14 +147,14 @@ def uninstall() -> None:
     installed = finder()
     if installed is not None:
         sys.meta_path.remove(installed)
-    if "executorch_device_guard._patch" in sys.modules:
-        from . import _patch
+    if f"{__package__}._wrapping" in sys.modules:
+        from . import _wrapping
 
-        _patch.restore_all()
+        _wrapping.restore_all()
 
 
-def status() -> "_patch.Status":
-    """Reports the guard's state; loads _patch, but neither torch nor executorch."""
-    from . import _patch
+def status() -> "_wrapping.Status":
+    """Reports the guard's state; loads _wrapping, but neither torch nor executorch."""
+    from . import _wrapping
 
-    return _patch.status(finder() is not None)
+    return _wrapping.status(finder() is not None)

@@ -4,13 +4,16 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-# pyre-strict
+"""What the guard says where ExecuTorch would read a tensor's bytes in host memory and the
+tensor's storage is elsewhere: the check on the storage's device (a tensor's own device can be
+a fake tensor's, whose storage is on meta), and the message naming the tensor, its shape, dtype
+and device, and the way out at that site. Every site's error is built here."""
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import torch
 
-# What the series says after where the tensor is, at each kind of site.
+# The way out, by kind of site.
 MOVE_PROGRAM = "Call torch.export.passes.move_to_device_pass(exported_program, 'cpu') before to_edge or to_edge_transform_and_lower"
 CONSTANT_METHODS = "Pass host tensors in constant_methods"
 BUNDLED = "Pass host tensors to MethodTestCase"
@@ -32,24 +35,30 @@ def host_read_message(
     device: torch.device,
     advice: str,
 ) -> str:
-    """The series' message where a host read of tensor bytes meets a storage off the host:
-    `subject` names the tensor as the series' code at that site does ("Constant 'p_0_weight'",
-    "XNNPACK constant 'p_0_weight'", "Bundled input 0 of test case 1 of method 'forward'"),
-    and `advice`, what_to_do()'s answer at most sites, ends it."""
+    """`subject` names the tensor as ExecuTorch knows it at that site ("Constant 'p_0_weight'",
+    "Bundled input 0 of test case 1 of method 'forward'"), and `advice`, what_to_do()'s answer
+    at most sites, ends it."""
     return f"{subject} (shape {list(shape)}, dtype {dtype}) is on {device}, not in host memory. {advice}."
 
 
-def device_note(graph_modules: Iterable[torch.fx.GraphModule]) -> str:
-    """The paragraph that the series' follow-up adds where lowering fails: the first node
-    holding a tensor on a device other than cpu or meta; '' for the others."""
-    for graph_module in graph_modules:
-        for node in graph_module.graph.nodes:
-            val = node.meta.get("val")
-            if isinstance(val, torch.Tensor) and val.device.type not in ("cpu", "meta"):
-                return (
-                    f"\n\nThe program holds tensors on {val.device} (node {node.name!r}), "
-                    "and operators decomposed for that device may have no CPU kernel. If "
-                    "it is meant for the CPU, call torch.export.passes.move_to_device_pass("
-                    "exported_program, 'cpu') before to_edge or to_edge_transform_and_lower."
-                )
-    return ""
+def refuse_off_host(
+    tensor: torch.Tensor,
+    error: type[Exception],
+    way_out: str,
+    subject: str,
+    *names: object,
+) -> None:
+    """Raises `error` where `tensor` has bytes outside host memory; an empty one has none to
+    read. `subject` is a format string of `names`, filled only when raising, so that the
+    success path builds no string."""
+    device = tensor.untyped_storage().device
+    if device.type != "cpu" and tensor.numel() != 0:
+        raise error(
+            host_read_message(
+                subject.format(*names),
+                tensor.shape,
+                tensor.dtype,
+                device,
+                what_to_do(device, way_out),
+            )
+        )

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from flatbuffers import encode, number_types, packer
 from flatbuffers.table import Table
 
-from ._patch import _release_before
+from . import _release
 
 Source = str | bytes  # a .pte file's absolute path, or its bytes
 
@@ -38,7 +38,7 @@ EXTRA_TENSOR_INFO = 22  # Tensor
 DEVICE_TYPE = 10  # ExtraTensorInfo
 TENSOR, CPU = 5, 0  # KernelTypes.Tensor, DeviceType.CPU
 CUDA_BACKEND = "CudaBackend"
-CUDA_BACKEND_TAKES_DEVICE_INPUTS = _release_before("1.4.0")
+CUDA_BACKEND_TAKES_DEVICE_INPUTS = _release.before("1.4.0")
 
 
 class InputPlan:
