@@ -111,7 +111,7 @@ def mutations(session: nox.Session) -> None:
     pytest = ("python", "-m", "pytest", "-p", "no:cacheprovider", "-q")
     tests = ("test/test_device_sites.py", "test/test_emitter.py")
     session.run(*pytest, *tests)
-    code = "from executorch_device_guard import _sites; print(*_sites.WRAPPERS)"
+    code = "from executorch_device_guard._site_table import SITES, Site; print(*dict.fromkeys(s.wrapper for s in SITES if isinstance(s, Site)))"
     names = session.run("python", "-c", code, silent=True, stderr=subprocess.DEVNULL)
     for name in names.split():
         session.log(f"MUTANT={name}")

@@ -15,6 +15,7 @@ uninstall() restore what they change; a changed ExecuTorch is left alone with on
 """
 
 import importlib
+import importlib.machinery
 import os
 import re
 import shutil
@@ -32,7 +33,14 @@ import children
 import executorch_device_guard as guard
 import torch
 from executorch.exir.emit import _emitter
-from executorch_device_guard import ENV_VAR, _hook, _patch, _sites
+from executorch_device_guard import (
+    ENV_VAR,
+    _hook,
+    _llm_sites,
+    _signatures,
+    _site_table,
+    _wrapping,
+)
 from parts import not_here
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,6 +65,22 @@ class TestStartup(unittest.TestCase):
                 status, stdout, stderr = children.run("startup", value)
                 self.assertEqual(status, 0, stderr)
                 self.assertEqual(children.result(stdout)["finders"], finders)
+
+    def test_guarded_modules_keep_executorchs_loaders(self) -> None:
+        """The guard's loader runs one import and is gone: each module's __loader__ and
+        __spec__.loader are ExecuTorch's, as without the guard, and uninstall() changes
+        neither."""
+        on, off = (
+            children.result(children.run("loaders", state)[1])
+            for state in (True, False)
+        )
+        self.assertEqual(on, off)
+        self.assertIn("executorch.exir.emit._emitter", on)
+        for module, (loader, _, same, kept) in on.items():
+            with self.subTest(module=module):
+                self.assertEqual(
+                    (loader, same, kept), ("SourceFileLoader", "True", "True")
+                )
 
     @unittest.skipIf(not_here("llm runner"), str(not_here("llm runner")))
     def test_the_llm_runner_loads_no_exporter_with_the_guard(self) -> None:
@@ -130,13 +154,15 @@ class TestState(unittest.TestCase):
         guard.uninstall()
 
     def patch_warnings(
-        self, module: types.ModuleType, sites: tuple[_patch.Site, ...] = _patch.SITES
+        self,
+        module: types.ModuleType,
+        sites: tuple[_site_table.Site | _site_table.Operator, ...] = _site_table.SITES,
     ) -> list[str]:
         """Patches `module` twice; the guard's warnings."""
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            _patch.patch_module(module, sites)
-            _patch.patch_module(module, sites)
+            _wrapping.patch_module(module, sites)
+            _wrapping.patch_module(module, sites)
         return [
             str(w.message)
             for w in caught
@@ -146,7 +172,7 @@ class TestState(unittest.TestCase):
     def test_install_is_idempotent_and_uninstall_restores(self) -> None:
         for (
             module
-        ) in _patch.MODULES:  # every site's module loaded, as in a user's program
+        ) in _site_table.MODULES:  # every site's module loaded, as in a user's program
             importlib.import_module(module)
         original = vars(_emitter._Emitter)["_tensor_spec_to_evalue"]
         self.assertFalse(hasattr(original, "__wrapped__"))
@@ -159,7 +185,7 @@ class TestState(unittest.TestCase):
         )
         installed = guard.status()
         self.assertTrue(installed.installed)
-        self.assertEqual(len(installed.patched), len(_patch.SITES))
+        self.assertEqual(len(installed.patched), len(_site_table.SITES))
         guard.uninstall()
         self.assertIs(vars(_emitter._Emitter)["_tensor_spec_to_evalue"], original)
         uninstalled = guard.status()
@@ -172,12 +198,12 @@ class TestState(unittest.TestCase):
         """A module-level site is its module's name for the function: XNNPACK's
         get_param_tensor, which node_visitor only imports, stays itself everywhere else; so
         do the bindings that the LLM runner's and training's packages re-export."""
-        for module in _patch.MODULES:
+        for module in _site_table.MODULES:
             importlib.import_module(module)
         functions = [
             row
-            for row in _patch.SITES
-            if isinstance(row, _patch.Site) and "." not in row.qualname
+            for row in _site_table.SITES
+            if isinstance(row, _site_table.Site) and "." not in row.qualname
         ]
 
         def names() -> dict[str, list[str]]:
@@ -198,7 +224,7 @@ class TestState(unittest.TestCase):
         before = names()
         self.assertGreater(len(before["get_param_tensor"]), 1)
         guard.install()
-        self.assertEqual(len(guard.status().patched), len(_patch.SITES))
+        self.assertEqual(len(guard.status().patched), len(_site_table.SITES))
         own = {row.qualname: [f"{row.module}.{row.qualname}"] for row in functions}
         self.assertEqual(names(), own)
         guard.uninstall()
@@ -212,7 +238,7 @@ class TestState(unittest.TestCase):
         self.assertEqual(len(found), 1)
         self.assertIn(f"left {EMITTER} unpatched", found[0])
         self.assertEqual(
-            sorted(_patch.SKIPPED),
+            sorted(_wrapping.SKIPPED),
             [EMITTER.replace("_tensor_spec_to_evalue", "_emit_prim_getters"), EMITTER],
         )
 
@@ -225,9 +251,9 @@ class TestState(unittest.TestCase):
 
         sgd = _training_lib.ExecuTorchSGD
         step = vars(sgd)["step"]
-        self.assertEqual(_patch._positional_names(step), ["self", "arg0"])
+        self.assertEqual(_signatures.positional_names(step), ["self", "arg0"])
         self.assertEqual(
-            _patch._positional_names(_training_lib.get_sgd_optimizer),
+            _signatures.positional_names(_training_lib.get_sgd_optimizer),
             ["named_params", "lr", "momentum", "dampening", "weight_decay", "nesterov"],
         )
         guard.install()
@@ -243,7 +269,47 @@ class TestState(unittest.TestCase):
         self.assertIn(f"left {site} unpatched", found[0])
         self.assertIn(
             "expected leading parameters ['image_tensor'], found ['text']",
-            _patch.SKIPPED[site],
+            _wrapping.SKIPPED[site],
+        )
+
+    def test_a_moved_class_is_named_as_moved(self) -> None:
+        """Patching runs while the module is still initializing, where getattr would blame a
+        circular import."""
+        module = types.ModuleType("executorch.exir.emit._emitter")
+        module.__spec__ = importlib.machinery.ModuleSpec(module.__name__, None)
+        module.__spec__._initializing = True  # type: ignore[attr-defined]
+        found = self.patch_warnings(module)
+        release = guard.status().executorch_version
+        self.assertIn(f"left {EMITTER} unpatched on executorch {release}", found[0])
+        self.assertIn("moved: _Emitter._tensor_spec_to_evalue is not defined", found[0])
+        self.assertNotIn("circular import", found[0])
+
+    def test_a_loader_without_exec_module_is_reported(self) -> None:
+        """The import hook cannot lend its loader to a legacy loader: its module's sites are
+        listed as left alone, saying why."""
+
+        class LegacyLoader:
+            def load_module(self, name: str) -> types.ModuleType:
+                raise ImportError(name)
+
+        class LegacyFinder:
+            def find_spec(self, name: str, *args: object) -> object:
+                return importlib.machinery.ModuleSpec(name, LegacyLoader())
+
+        with mock.patch.object(sys, "meta_path", [LegacyFinder(), *sys.meta_path]):
+            spec = _hook._Finder().find_spec("executorch.runtime", None)
+        self.assertIsInstance(spec.loader, LegacyLoader)  # type: ignore[union-attr]
+        why = "its loader, LegacyLoader, has no exec_module to wrap"
+        self.assertEqual(
+            guard.status().skipped,
+            {
+                f"executorch.runtime.{qualname}": why
+                for qualname in (
+                    "Runtime.load_program",
+                    "Program.load_method",
+                    "Method.execute",
+                )
+            },
         )
 
     def test_uninstall_forgets_the_warning(self) -> None:
@@ -252,16 +318,16 @@ class TestState(unittest.TestCase):
         self.assertEqual(len(self.patch_warnings(fake_emitter())), 1)
 
     def test_sites_newer_than_the_release_are_skipped_without_warning(self) -> None:
-        site = _patch.Site(
+        site = _site_table.Site(
             "executorch.exir.emit._emitter",
             "_Emitter.emit_later",
-            "emitter_constant",
+            "_export_sites.emitter_constant",
             "99.0.0",
         )
         found = self.patch_warnings(fake_emitter(), (site,))
         self.assertEqual(found, [])
         self.assertEqual(
-            _patch.SKIPPED,
+            _wrapping.SKIPPED,
             {
                 f"{site.module}.{site.qualname}": "not in executorch "
                 f"{guard.status().executorch_version} (added in 99.0.0)"
@@ -269,24 +335,24 @@ class TestState(unittest.TestCase):
         )
 
     def test_a_wrapper_that_fails_leaves_its_module_alone(self) -> None:
-        site = _patch.Site(
+        site = _site_table.Site(
             "executorch.exir.emit._emitter",
             "_Emitter._tensor_spec_to_evalue",
-            "gone",
+            "_export_sites.gone",
             "1.0.0",
         )
         module = fake_emitter()
         original = vars(module._Emitter)["_tensor_spec_to_evalue"]
         found = self.patch_warnings(module, (site,))
         self.assertIs(vars(module._Emitter)["_tensor_spec_to_evalue"], original)
-        self.assertEqual((len(found), _patch.PATCHED), (1, {}))
+        self.assertEqual((len(found), _wrapping.PATCHED), (1, {}))
 
     def test_operator_sites_follow_the_rules_of_the_other_sites(self) -> None:
         """An operator this release lacks: skipped quietly where it came later, else with the
         one warning; and nothing is registered."""
-        module = types.ModuleType(_patch.CUSTOM_OPS)
-        later = _patch.Operator(_patch.CUSTOM_OPS, "llama::not_yet", "99.0.0")
-        gone = _patch.Operator(_patch.CUSTOM_OPS, "llama::gone", "1.0.0")
+        module = types.ModuleType(_site_table.CUSTOM_OPS)
+        later = _site_table.Operator(_site_table.CUSTOM_OPS, "llama::not_yet", "99.0.0")
+        gone = _site_table.Operator(_site_table.CUSTOM_OPS, "llama::gone", "1.0.0")
         self.assertEqual(self.patch_warnings(module, (later,)), [])
         found = self.patch_warnings(module, (gone,))
         self.assertEqual(len(found), 1)
@@ -294,14 +360,14 @@ class TestState(unittest.TestCase):
         self.assertIn("llama::gone is not registered", found[0])
         version = guard.status().executorch_version
         self.assertEqual(
-            _patch.SKIPPED,
+            _wrapping.SKIPPED,
             {
-                f"{_patch.CUSTOM_OPS}.llama::not_yet": f"not in executorch {version} "
+                f"{_site_table.CUSTOM_OPS}.llama::not_yet": f"not in executorch {version} "
                 "(added in 99.0.0)",
-                f"{_patch.CUSTOM_OPS}.llama::gone": "llama::gone is not registered",
+                f"{_site_table.CUSTOM_OPS}.llama::gone": "llama::gone is not registered",
             },
         )
-        self.assertEqual(_patch.PATCHED, {})
+        self.assertEqual(_wrapping.PATCHED, {})
 
     def test_an_operator_registered_for_the_cpu_alone_is_skipped_without_a_warning(
         self,
@@ -313,19 +379,19 @@ class TestState(unittest.TestCase):
         library.define("host_only.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)")
         library.impl("host_only", torch.clone, "CPU")
         library.impl("host_only.out", lambda x, out: out.copy_(x), "CPU")
-        module = types.ModuleType(_patch.CUSTOM_OPS)
-        fixed = _patch.Operator(
-            _patch.CUSTOM_OPS, "device_guard_test::host_only", "1.0.0"
+        module = types.ModuleType(_site_table.CUSTOM_OPS)
+        fixed = _site_table.Operator(
+            _site_table.CUSTOM_OPS, "device_guard_test::host_only", "1.0.0"
         )
         self.assertEqual(self.patch_warnings(module, (fixed,)), [])
         self.assertEqual(
-            _patch.SKIPPED,
+            _wrapping.SKIPPED,
             {
-                f"{_patch.CUSTOM_OPS}.device_guard_test::host_only": "registered for "
+                f"{_site_table.CUSTOM_OPS}.device_guard_test::host_only": "registered for "
                 "CPU only: ExecuTorch refuses other devices itself"
             },
         )
-        self.assertEqual(_patch.PATCHED, {})
+        self.assertEqual(_wrapping.PATCHED, {})
 
     @unittest.skipIf(not_here("custom ops"), not_here("custom ops"))
     def test_uninstall_removes_the_operator_kernels(self) -> None:
@@ -334,8 +400,8 @@ class TestState(unittest.TestCase):
             return [
                 torch._C._dispatch_has_kernel_for_dispatch_key(overload, key)
                 for overload, keys in (
-                    ("llama::custom_sdpa", _sites.DEVICE_KEYS),
-                    ("llama::update_cache.out", (*_sites.DEVICE_KEYS, "Meta")),
+                    ("llama::custom_sdpa", _llm_sites.DEVICE_KEYS),
+                    ("llama::update_cache.out", (*_llm_sites.DEVICE_KEYS, "Meta")),
                 )
                 for key in keys
             ]
@@ -344,7 +410,9 @@ class TestState(unittest.TestCase):
         guard.install()
         guard.install()
         self.assertEqual(kernels(), [True] * 7)
-        self.assertIn(f"{_patch.CUSTOM_OPS}.llama::custom_sdpa", guard.status().patched)
+        self.assertIn(
+            f"{_site_table.CUSTOM_OPS}.llama::custom_sdpa", guard.status().patched
+        )
         guard.uninstall()
         self.assertEqual(kernels(), [False] * 7)
 
@@ -421,7 +489,7 @@ class TestInstalls(unittest.TestCase):
         )
         self.assertEqual(check.returncode, 0, check.stdout + check.stderr[-3000:])
         self.assertEqual(
-            len(re.findall(r"^  guarded  ", check.stdout, re.M)), len(_patch.SITES)
+            len(re.findall(r"^  guarded  ", check.stdout, re.M)), len(_site_table.SITES)
         )
         self.assertEqual(
             re.findall(r"^  (ok  |FAIL) ", check.stdout, re.M), ["ok  "] * 3
@@ -450,4 +518,6 @@ class TestReadme(unittest.TestCase):
         rows = re.findall(
             r"^\| `(executorch\.[\w.]+)` \| `([\w.:]+)` \|", readme, re.MULTILINE
         )
-        self.assertEqual(rows, [(site.module, site.qualname) for site in _patch.SITES])
+        self.assertEqual(
+            rows, [(site.module, site.qualname) for site in _site_table.SITES]
+        )

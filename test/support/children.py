@@ -62,6 +62,40 @@ def startup() -> dict[str, Any]:
     }
 
 
+def loaders() -> dict[str, list[Any]]:
+    """Each guarded module's loader, once every site's module is imported: its type, its own
+    attributes, whether __spec__.loader is the same object, and whether uninstall() left both
+    as they were."""
+    import importlib
+
+    from executorch_device_guard import _hook, _site_table
+
+    modules = []
+    for name in sorted(_site_table.MODULES):
+        try:
+            modules.append(importlib.import_module(name))
+        except Exception:  # a part that does not load here: the same either way
+            continue
+    found = [
+        (m.__loader__, m.__spec__.loader)  # type: ignore[union-attr]
+        for m in modules
+    ]
+    _hook.uninstall()
+    kept = [
+        m.__loader__ is module and m.__spec__.loader is spec  # type: ignore[union-attr]
+        for m, (module, spec) in zip(modules, found)
+    ]
+    return {
+        m.__name__: [
+            type(module).__name__,
+            sorted(vars(module)),  # an attribute set on ExecuTorch's loader shows here
+            str(spec is module),
+            str(all_kept),
+        ]
+        for m, (module, spec), all_kept in zip(modules, found, kept)
+    }
+
+
 def runner_import() -> dict[str, bool]:
     """Whether importing the LLM runner, first of ExecuTorch, loads the exporter
     (executorch.exir, seconds of imports), and whether its input functions are wrapped."""
@@ -307,6 +341,7 @@ CHILDREN: dict[str, Callable[..., object | None]] = {
     f.__name__: f
     for f in (
         startup,
+        loaders,
         runner_import,
         meta_model,
         messages,

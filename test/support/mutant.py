@@ -4,23 +4,25 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""A pytest plugin for `nox -s mutations`: with MUTANT=NAME in the environment, the _sites
-wrapper NAME calls its original and nothing else, in this process's guard."""
+"""A pytest plugin for `nox -s mutations`: with MUTANT=WRAPPER in the environment (a site
+table's `wrapper`, such as "_export_sites.emitter_constant"), that wrapper calls its original
+and nothing else, in this process's guard."""
 
 import functools
+import importlib
 import os
 from typing import Any
 
 
 def pytest_configure() -> None:
-    import executorch.exir  # noqa: F401  # before _sites, whose import would patch it
+    import executorch.exir  # noqa: F401  # before the wrappers, whose import would patch it
     import executorch_device_guard as guard
-    from executorch_device_guard import _sites
 
     def passthrough(original: Any, *args: Any, **kwargs: Any) -> Any:
         return original(*args, **kwargs)
 
-    name = os.environ["MUTANT"]
-    _sites.WRAPPERS[name] = functools.wraps(_sites.WRAPPERS[name])(passthrough)
+    module, _, name = os.environ["MUTANT"].rpartition(".")
+    wrappers = importlib.import_module(f"executorch_device_guard.{module}")
+    setattr(wrappers, name, functools.wraps(getattr(wrappers, name))(passthrough))
     guard.uninstall()
     guard.install()

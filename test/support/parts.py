@@ -15,7 +15,7 @@ from importlib.metadata import version
 
 import children
 import torch
-from executorch_device_guard._patch import CUSTOM_OPS
+from executorch_device_guard._site_table import CUSTOM_OPS
 from guard import RELEASE
 from models import llm_inputs
 
