@@ -7,16 +7,15 @@
 """The repository's sessions, each in a fresh virtualenv (pip's, which reads pip's config);
 torch is pinned: on Linux an unpinned torch is the CUDA build of several GB."""
 
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import nox
+import tomllib
 
-sys.path.insert(0, os.path.dirname(__file__))
-from upstream import BASE_RELEASE  # noqa: E402
+PYPROJECT = tomllib.loads((Path(__file__).parent / "pyproject.toml").read_text())
+BASE_RELEASE = PYPROJECT["tool"]["executorch-device-guard"]["base-release"]
 
 nox.options.default_venv_backend = "virtualenv"
 nox.options.sessions = ["lint", "tests", "series"]

@@ -17,6 +17,7 @@ from datetime import date
 from pathlib import Path
 
 from junit import counts, read
+from packaging.version import Version
 from tabulate import tabulate
 
 RESULTS = Path(__file__).resolve().parents[2] / "records" / "compat" / "RESULTS.md"
@@ -30,9 +31,15 @@ project's 2-core x86_64 CPU machine, Python 3.11; no GPU, so CUDA tests skip.
 """
 
 
-def numbers(text: str) -> list[int]:
-    """The numbers in `text`, to sort releases and torch versions."""
-    return [int(number) for number in re.findall(r"\d+", text)]
+def order(release: str, torch: str) -> tuple[Version, Version]:
+    """Releases and torch versions sorted as PEP 440 orders them, as the guard compares them."""
+    return Version(release), Version(torch)
+
+
+def run_order(run: str) -> tuple[Version, Version]:
+    """order() of a run as the notes name it, "1.5.1 (2.13.0)"."""
+    release, torch = run.removesuffix(")").split(" (")
+    return order(release, torch)
 
 
 def without_paths(text: str) -> str:
@@ -68,7 +75,7 @@ def write(release: str, torch: str, flatc: str, status: str, junit: Path) -> Non
             rows.append([cell.strip() for cell in line.strip("|").split("|")])
     rows = [old for old in rows[1:] if old[:2] != cells[:2] and set(old[0]) != {"-"}]
     rows.append(cells)
-    rows.sort(key=lambda cells: (numbers(cells[0]), numbers(cells[1])))
+    rows.sort(key=lambda cells: order(cells[0], cells[1]))
     this = f"{release} ({torch})"
     notes: dict[str, list[str]] = {}
     for line in lines:
@@ -83,7 +90,7 @@ def write(release: str, torch: str, flatc: str, status: str, junit: Path) -> Non
     text += "\n\nNot passed, with pytest's reason:\n\n"
     for note, runs in sorted(notes.items()):
         if runs:
-            text += f"- {', '.join(sorted(runs, key=numbers))}: `{note}\n"
+            text += f"- {', '.join(sorted(runs, key=run_order))}: `{note}\n"
     RESULTS.write_text(text)
 
 
