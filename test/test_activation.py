@@ -58,6 +58,19 @@ class TestStartup(unittest.TestCase):
                 self.assertEqual(status, 0, stderr)
                 self.assertEqual(children.result(stdout)["finders"], finders)
 
+    def test_interpreter_start_names_an_unknown_value_once_and_stays_on(self) -> None:
+        for value, told in (("disable", 1), (" Yes ", 0), ("TRUE", 0), ("", 0)):
+            with self.subTest(value=value):
+                status, stdout, stderr = children.run("startup", value)
+                self.assertEqual(status, 0, stderr)
+                self.assertEqual(children.result(stdout)["finders"], 1)
+                lines = [line for line in stderr.splitlines() if ENV_VAR in line]
+                self.assertEqual(len(lines), told, stderr)
+                for known in ("'disable'", "stays on", *_hook.OFF, *_hook.ON)[
+                    : 10 * told
+                ]:
+                    self.assertIn(known, lines[0])
+
     @unittest.skipIf(not_here("llm runner"), str(not_here("llm runner")))
     def test_the_llm_runner_loads_no_exporter_with_the_guard(self) -> None:
         for on in (False, True):
@@ -72,7 +85,15 @@ class TestSwitch(unittest.TestCase):
     """ENV_VAR's rule, in _hook's docstring, as startup() and the status line read it."""
 
     OFF = ("0", "false", "FALSE", " Off ", "no\n")
-    ON = ("1", "", "yes", None)  # None: unset
+    ON = (
+        "1",
+        "",
+        "yes",
+        " True ",
+        "on",
+        "disable",
+        None,
+    )  # None: unset; a typo stays on
 
     def setUp(self) -> None:
         self.addCleanup(guard.install if guard.status().installed else guard.uninstall)
