@@ -9,7 +9,7 @@
 The wheel and the editable install each go into a fresh virtual environment: the wheel guards
 every site and passes its self-check, whose children are guarded by the startup file alone; the
 editable install hooks interpreter start; pip uninstall takes the startup file away; interpreter
-start imports neither torch nor executorch, and reads the switch. In this process: startup()
+start imports neither torch nor executorch, and reads the switch, naming a value it does not know. In this process: startup()
 and the status line read each of the switch's values as _hook's rule says; install() and
 uninstall() restore what they change; a changed ExecuTorch is left alone with one warning.
 """
@@ -447,6 +447,14 @@ class TestInstalls(unittest.TestCase):
         self.assertEqual(
             re.findall(r"^  (ok  |FAIL) ", check.stdout, re.M), ["ok  "] * 3
         )
+        # One line to end with, and the children's dependency noise (torchao's libraries,
+        # INFO lines) kept out.
+        self.assertEqual(
+            check.stdout.splitlines()[-1],
+            f"OK: the self-check passed on executorch {guard.status().executorch_version}, "
+            f"{len(_patch.SITES)} sites guarded.",
+        )
+        self.assertEqual(check.stderr, "")
         self.assert_uninstall_removes_it()
 
     def test_editable_install_hooks_the_interpreter_start(self) -> None:
@@ -463,12 +471,3 @@ class TestInstalls(unittest.TestCase):
         self.assertEqual(status, 0, stderr)
         self.assertEqual(children.result(stdout)["finders"], 1)
         self.assert_uninstall_removes_it()
-
-
-class TestReadme(unittest.TestCase):
-    def test_site_table_matches_code(self) -> None:
-        readme = (REPO / "README.md").read_text()
-        rows = re.findall(
-            r"^\| `(executorch\.[\w.]+)` \| `([\w.:]+)` \|", readme, re.MULTILINE
-        )
-        self.assertEqual(rows, [(site.module, site.qualname) for site in _patch.SITES])
