@@ -105,8 +105,8 @@ def startup() -> None:
     """Called by the .pth line at interpreter start: install unless turned_off(), saying so
     where the switch holds an unknown() value. The line goes to sys.stderr, not through
     warnings: that module is not loaded at a plain interpreter start, and its warning would point
-    at the .pth line ("<string>:1"), which is no place a user can change. Runs once: site.py
-    reads the .pth file once for each name of site-packages (a venv's lib64 links to lib)."""
+    at the .pth line ("<string>:1"), which is no place a user can change. Runs once: in a venv,
+    site.py may read the .pth file twice (its venv step, then its main one: Python 3.11)."""
     if turned_off() is not None or finder() is not None:
         return
     typo = unknown()
