@@ -53,6 +53,7 @@ def main() -> int:
     if state_child.returncode != 0:
         for child in (cpu_child, *case_children):
             child.kill()
+            child.communicate()
         print(stderr[-3000:])
         last = (stderr.strip().splitlines() or ["no output"])[-1]
         print(
