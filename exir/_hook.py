@@ -16,8 +16,9 @@ never here.
 
 EXECUTORCH_DEVICE_GUARD (ENV_VAR) turns the guard off at interpreter start when its value is 0,
 false, off or no, in any case, surrounding whitespace ignored. Anything else leaves it on: unset,
-1, and the empty value too (a variable cleared, or filled from an empty setting): a guard against
-a crash stays on unless it is turned off by name.
+empty (a variable cleared, or filled from an empty setting), 1, true, on or yes, and any other
+value too, which is a typo: startup() says so on stderr, once per process, naming the values it
+knows. A guard against a crash stays on unless it is turned off by name.
 """
 
 import os
@@ -25,6 +26,7 @@ import sys
 
 ENV_VAR = "EXECUTORCH_DEVICE_GUARD"
 OFF = ("0", "false", "off", "no")  # ENV_VAR's values that turn the guard off
+ON = ("1", "true", "on", "yes")  # those that leave it on, as unset or empty does
 
 if False:  # type checkers only: typing.TYPE_CHECKING would import typing at every start
     from collections.abc import Sequence
@@ -125,10 +127,27 @@ def turned_off() -> str | None:
     return value if value.strip().lower() in OFF else None
 
 
+def unknown() -> str | None:
+    """ENV_VAR's value where it is none of OFF, ON or empty: a typo, which leaves the guard on."""
+    value = os.environ.get(ENV_VAR, "")
+    return value if value.strip() and value.strip().lower() not in OFF + ON else None
+
+
 def startup() -> None:
-    """Called by the .pth line at interpreter start: install unless turned_off()."""
-    if turned_off() is None:
-        install()
+    """Called by the .pth line at interpreter start: install unless turned_off(), saying so
+    where the switch holds an unknown() value. The line goes to sys.stderr, not through
+    warnings: that module is not loaded at a plain interpreter start, and its warning would point
+    at the .pth line ("<string>:1"), which is no place a user can change. Runs once: in a venv,
+    site.py may read the .pth file twice (its venv step, then its main one: Python 3.11)."""
+    if turned_off() is not None or finder() is not None:
+        return
+    typo = unknown()
+    if typo is not None and sys.stderr is not None:
+        sys.stderr.write(
+            f"executorch-device-guard: {ENV_VAR}={typo!r} is not a value it knows, so the guard "
+            f"stays on; {', '.join(OFF)} turn it off, {', '.join(ON)} or empty leave it on.\n"
+        )
+    install()
 
 
 def install() -> None:

@@ -41,6 +41,8 @@ class Registered(NamedTuple):
 PATCHED: dict[str, Patched | Registered] = {}  # site -> its wrapping or kernels
 SKIPPED: dict[str, str] = {}  # site -> why it was left alone
 WARNED: list[str] = []
+# Why an operator site is left alone where ExecuTorch registers its kernel for the host alone.
+HOST_ONLY = "registered for CPU only: ExecuTorch refuses other devices itself"
 
 
 def site_name(site: Site | Operator) -> str:
@@ -133,9 +135,7 @@ def _register(name: str, site: Operator) -> None:
 
     library = _llm_sites.device_kernels(site.qualname)
     if library is None:
-        SKIPPED[name] = (
-            "registered for CPU only: ExecuTorch refuses other devices itself"
-        )
+        SKIPPED[name] = HOST_ONLY
     else:
         PATCHED[name] = Registered(library)
 

@@ -9,9 +9,10 @@
 The wheel and the editable install each go into a fresh virtual environment: the wheel guards
 every site and passes its self-check, whose children are guarded by the startup file alone; the
 editable install hooks interpreter start; pip uninstall takes the startup file away; interpreter
-start imports neither torch nor executorch, and reads the switch. In this process: startup()
-and the status line read each of the switch's values as _hook's rule says; install() and
-uninstall() restore what they change; a changed ExecuTorch is left alone with one warning.
+start imports neither torch nor executorch, and reads the switch, naming a value it does not
+know. In this process: startup() and the status line read each of the switch's values as
+_hook's rule says; install() and uninstall() restore what they change; a changed ExecuTorch is
+left alone with one warning.
 """
 
 import importlib
@@ -82,6 +83,20 @@ class TestStartup(unittest.TestCase):
                     (loader, same, kept), ("SourceFileLoader", "True", "True")
                 )
 
+    def test_interpreter_start_names_an_unknown_value_once_and_stays_on(self) -> None:
+        for value in ("disable", " Yes ", "TRUE", ""):
+            with self.subTest(value=value):
+                status, stdout, stderr = children.run("startup", value)
+                self.assertEqual(status, 0, stderr)
+                self.assertEqual(children.result(stdout)["finders"], 1)
+                told = [line for line in stderr.splitlines() if ENV_VAR in line]
+                if value != "disable":
+                    self.assertEqual(told, [])
+                    continue
+                self.assertEqual(len(told), 1, stderr)
+                for said in ("'disable'", "stays on", *_hook.OFF, *_hook.ON):
+                    self.assertIn(said, told[0])
+
     @unittest.skipIf(not_here("llm runner"), str(not_here("llm runner")))
     def test_the_llm_runner_loads_no_exporter_with_the_guard(self) -> None:
         for on in (False, True):
@@ -96,7 +111,8 @@ class TestSwitch(unittest.TestCase):
     """ENV_VAR's rule, in _hook's docstring, as startup() and the status line read it."""
 
     OFF = ("0", "false", "FALSE", " Off ", "no\n")
-    ON = ("1", "", "yes", None)  # None: unset
+    # None: unset; "disable" is a typo, which leaves the guard on.
+    ON = ("1", "", "yes", " True ", "on", "disable", None)
 
     def setUp(self) -> None:
         self.addCleanup(guard.install if guard.status().installed else guard.uninstall)
@@ -494,6 +510,14 @@ class TestInstalls(unittest.TestCase):
         self.assertEqual(
             re.findall(r"^  (ok  |FAIL) ", check.stdout, re.M), ["ok  "] * 3
         )
+        # One line to end with, and the children's dependency noise (torchao's libraries,
+        # INFO lines) kept out.
+        self.assertEqual(
+            check.stdout.splitlines()[-1],
+            f"OK: the self-check passed on executorch {guard.status().executorch_version}, "
+            f"{len(_site_table.SITES)} sites guarded.",
+        )
+        self.assertEqual(check.stderr, "")
         self.assert_uninstall_removes_it()
 
     def test_editable_install_hooks_the_interpreter_start(self) -> None:
@@ -510,14 +534,3 @@ class TestInstalls(unittest.TestCase):
         self.assertEqual(status, 0, stderr)
         self.assertEqual(children.result(stdout)["finders"], 1)
         self.assert_uninstall_removes_it()
-
-
-class TestReadme(unittest.TestCase):
-    def test_site_table_matches_code(self) -> None:
-        readme = (REPO / "README.md").read_text()
-        rows = re.findall(
-            r"^\| `(executorch\.[\w.]+)` \| `([\w.:]+)` \|", readme, re.MULTILINE
-        )
-        self.assertEqual(
-            rows, [(site.module, site.qualname) for site in _site_table.SITES]
-        )
