@@ -21,19 +21,22 @@ import subprocess
 import sys
 import types
 import unittest
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 from unittest import mock
 
 import executorch_device_guard as guard
 from executorch_device_guard import __main__ as selfcheck_main
-from executorch_device_guard import _selfcheck, _site_table, _wrapping
+from executorch_device_guard import _release, _selfcheck, _site_table, _wrapping
 
 REAL_VERSION = metadata.version
 
 
-def versions(**found: str | None) -> "mock._patch[mock.MagicMock]":
-    """importlib.metadata.version with the given packages' versions, None: not installed."""
+@contextlib.contextmanager
+def versions(**found: str | None) -> Iterator[None]:
+    """importlib.metadata.version with the given packages' versions, None: not installed; the
+    release rule reads them afresh inside and after the block."""
 
     def version(name: str) -> str:
         if name not in found:
@@ -42,7 +45,12 @@ def versions(**found: str | None) -> "mock._patch[mock.MagicMock]":
             raise metadata.PackageNotFoundError(name)
         return found[name]  # type: ignore[return-value]
 
-    return mock.patch("importlib.metadata.version", side_effect=version)
+    _release.installed.cache_clear()
+    try:
+        with mock.patch("importlib.metadata.version", side_effect=version):
+            yield
+    finally:
+        _release.installed.cache_clear()
 
 
 def printing(stdout: str, stderr: str = "", status: int = 0) -> "subprocess.Popen[str]":
