@@ -325,7 +325,8 @@ class TestRuntime(unittest.TestCase):
         errors = {}
         for on in (False, True):
             with guard_set(on):
-                method = self.load(host_program(True)).load_method("forward")
+                program = self.load(host_program(True))
+                method = program.load_method("forward")
                 for index, argument in enumerate(arguments):
                     try:
                         method.execute(argument)
