@@ -293,6 +293,7 @@ def cuda_sgd(on_cuda: str) -> None:
 
 def cuda_forward_backward() -> None:
     """A training step of TrainStep's program, loaded from bytes, with its input x on cuda:0."""
+    import torch  # noqa: F401  # first: the training bindings need its libraries loaded
     from executorch.extension.training import (
         _load_for_executorch_for_training_from_buffer,
     )
