@@ -204,11 +204,12 @@ class TestCuda(unittest.TestCase):
 
     def test_cuda_forward_backward_fails_unguarded_and_raises_guarded(self) -> None:
         """Unguarded, the bindings' run_method takes the device input as host memory (1.2.0 on
-        an H100: a RuntimeError of the runtime, or SIGSEGV)."""
+        an H100: SIGSEGV in 32 of 32 runs), or the runtime refuses it."""
         if why := not_here("training"):
             self.skipTest(why)
         status, _, stderr = children.run("cuda_forward_backward", guard=False)
-        self.assertNotEqual(status, 0, stderr[-3000:])
+        failed = "Failed to execute method forward" in stderr
+        self.assertTrue(status == SIGSEGV or failed, stderr[-3000:])
         with (
             guard_set(True),
             self.assertRaisesRegex(
