@@ -21,16 +21,27 @@ Original = Callable[..., Any]
 
 
 def _device_keys() -> tuple[str, ...]:
-    """The dispatch key of every device that torch knows but the host and meta (CUDA, HIP,
-    XLA, MPS, IPU, XPU, HPU, VE, Lazy, MTIA, MAIA, PrivateUse1 to 3 in torch 2.13): torch's
-    dense backends, in its own order, so that a device torch adds is among them."""
+    """The dispatch key of each device that torch knows but the host and meta (CUDA, HIP, XLA,
+    MPS, IPU, XPU, HPU, VE, Lazy, MTIA, MAIA, PrivateUse1 to 3 in torch 2.13), and of its
+    quantized, sparse and nested tensors where this torch has one: torch's dense backends in its
+    own order, so that a device torch adds is among them."""
     names = list(torch._C.DispatchKey.__members__)
     first, last = names.index("StartOfDenseBackends"), names.index("EndOfDenseBackends")
-    return tuple(key for key in names[first + 1 : last] if key not in ("CPU", "Meta"))
+    devices = [key for key in names[first + 1 : last] if key not in ("CPU", "Meta")]
+    found = []
+    for functionality in ("", "Quantized", "Sparse", "SparseCsr", "NestedTensor"):
+        for device in devices:
+            try:
+                torch._C._dispatch_key_parse(functionality + device)
+            except RuntimeError:  # no such key in this torch
+                continue
+            found.append(functionality + device)
+    return tuple(found)
 
 
 # Memory the host does not read. The follow-up registers the host kernels for CPU alone, so
-# that torch refuses every other key; the guard gives each of these a kernel that refuses.
+# that torch refuses every other key; the guard gives each of these that would reach the host
+# kernel a kernel that refuses.
 DEVICE_KEYS = _device_keys()
 
 
@@ -76,7 +87,9 @@ def device_kernels(qualname: str) -> torch.library.Library | None:
     for overload in overloads:
         keys = DEVICE_KEYS + (("Meta",) if overload.endswith(".out") else ())
         for key in keys:
-            if not torch._C._dispatch_has_kernel_for_dispatch_key(overload, key):
+            if torch._C._dispatch_has_computed_kernel_for_dispatch_key(
+                overload, key
+            ) and not torch._C._dispatch_has_kernel_for_dispatch_key(overload, key):
                 library.impl(overload, _refusal(overload, key), key)  # type: ignore[no-untyped-call, unused-ignore]
     return library
 

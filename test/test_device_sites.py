@@ -69,9 +69,11 @@ RUNTIME_UNAVAILABLE = not_here("runtime")
 ON_META = "is on meta, not in host memory. A meta or fake tensor holds no data."
 LLM_RUNNER = not_here("llm runner")
 TRAINING = not_here("training")
-# The dispatch keys of the devices that torch 2.13 knows, whose memory the host does not read.
+# The dispatch keys of the devices that torch 2.13 knows, whose memory the host does not read,
+# and some of their quantized and sparse tensors' keys.
 DEVICES = ("CUDA", "HIP", "XLA", "MPS", "IPU", "XPU", "HPU", "VE", "Lazy", "MTIA", "MAIA")
-DEVICES += ("PrivateUse1", "PrivateUse2", "PrivateUse3")
+DEVICES += ("PrivateUse1", "PrivateUse2", "PrivateUse3", "QuantizedCUDA", "SparseCUDA")
+DEVICES += ("SparseCsrCUDA", "QuantizedPrivateUse1", "SparsePrivateUse1")
 
 
 @unittest.skipUnless(os.name == "posix", "simulated device memory needs POSIX mmap")
