@@ -22,7 +22,6 @@ import os
 import types
 import weakref
 from collections.abc import Callable, Sequence
-from operator import attrgetter
 from typing import Any
 
 import torch
@@ -40,8 +39,6 @@ _program_plans: "weakref.WeakKeyDictionary[Any, Plans | None]" = (
 )
 # From executorch 1.5.0 the bindings refuse an input on a device other than the CPU or CUDA.
 _BINDINGS_REFUSE_OTHER_DEVICES = not _release_before("1.5.0")
-# The device test of the path of every call, torch's own attribute, read in C by map().
-_IS_CPU = attrgetter("is_cpu")
 
 
 def plans_of(source: Any) -> Plans | None:
@@ -84,11 +81,14 @@ def _calls_bindings(execute: Any) -> bool:
 
 
 def runtime_method(original: Original, self: Any, name: str) -> Any:
-    """Gives the Method, once, an execute that checks its inputs against its plan."""
+    """Gives the Method, once, an execute that checks its inputs against its plan, unless the
+    plan leaves nothing to refuse."""
     method = original(self, name)
     if self in _program_plans and "execute" not in vars(method):
         plans = _program_plans[self]
         host_inputs = None if plans is None else plans.get(name)
+        if host_inputs == frozenset() and _BINDINGS_REFUSE_OTHER_DEVICES:
+            return method  # every input planned on a device: nothing to refuse
         execute = type(method).execute
         if _calls_bindings(execute):
             call = method._method
@@ -102,12 +102,16 @@ def _checked(
     call: Callable[[Any], Any], method: str, host_inputs: frozenset[int] | None
 ) -> Callable[[Any], Any]:
     """`call`, the method's execution, after check_inputs; a list or tuple of host tensors,
-    every call's path, passes with one is_cpu test each."""
+    every call's path, passes with one is_cpu test each (a loop: map() and all() cost more,
+    bench/RESULTS.md)."""
 
     def execute(inputs: Sequence[Any]) -> Any:
         if inputs.__class__ in (list, tuple):
             try:
-                if all(map(_IS_CPU, inputs)):
+                for value in inputs:
+                    if not value.is_cpu:
+                        break
+                else:
                     return call(inputs)
             except Exception:  # a value that is not a tensor: check_inputs decides
                 pass
