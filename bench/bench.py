@@ -44,7 +44,10 @@ SIZES = (250, 1000, 2500)  # constants: buffers of 16 floats, or Linear(16, 16) 
 STARTS = 15  # interpreter starts
 PAIRS = 3  # guarded and unguarded runs per measurement
 XNNPACK_PAIRS = 1
-ROUNDS, BATCH = 1000, 100  # Method.execute: rounds of the sides in turn, calls a side a round
+ROUNDS, BATCH = (
+    1000,
+    100,
+)  # Method.execute: rounds of the sides in turn, calls a side a round
 HEADERS = ("measurement", "guarded", "unguarded", "ratio", "spread", "goal", "met")
 EXECUTE_HEADERS = ("measurement", "median", "unguarded", "more", "spread of more")
 EXECUTE_HEADERS += ("more, fastest rounds", "goal", "met")
@@ -267,12 +270,14 @@ def execute_rows() -> list[list[str]]:
         for guard in (False, True):
             install() if guard else uninstall()
             programs.append(Runtime.get().load_program(buffer))
-            sides["guard on" if guard else "guard off"] = programs[-1].load_method(
-                "forward"
-            ).execute
+            sides["guard on" if guard else "guard off"] = (
+                programs[-1].load_method("forward").execute
+            )
         uninstall()
         programs.append(Runtime.get().load_program(buffer))
-        sides.update(execute_options(programs[-1].load_method("forward"), Method.execute))
+        sides.update(
+            execute_options(programs[-1].load_method("forward"), Method.execute)
+        )
         install()
         times: dict[str, list[float]] = {side: [] for side in sides}
         for round in range(ROUNDS):
@@ -310,7 +315,9 @@ def execute_rows() -> list[list[str]]:
             + ["-", "-", "-", "-", "<= +0.03 us", "yes" if each <= 0.03 else "no"]
         )
     rows.append(
-        [f"load average (1, 5, 15 min) at start: {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}"]
+        [
+            f"load average (1, 5, 15 min) at start: {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}"
+        ]
         + ["-"] * 7
     )
     return rows
@@ -382,7 +389,9 @@ def main() -> None:
     rounds = f"{ROUNDS} rounds of {BATCH} calls a side"
     if sys.argv[1:2] == ["execute"]:
         execute = execute_rows()
-        print_table(execute, f"{rounds}, {time.perf_counter() - started:.0f} s", EXECUTE_HEADERS)
+        print_table(
+            execute, f"{rounds}, {time.perf_counter() - started:.0f} s", EXECUTE_HEADERS
+        )
         return
     rows = start_rows()
     rows += Paired([], PAIRS).rows("first `import executorch.exir`")

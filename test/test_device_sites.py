@@ -71,7 +71,19 @@ LLM_RUNNER = not_here("llm runner")
 TRAINING = not_here("training")
 # The dispatch keys of the devices that torch 2.13 knows, whose memory the host does not read,
 # and some of their quantized and sparse tensors' keys.
-DEVICES = ("CUDA", "HIP", "XLA", "MPS", "IPU", "XPU", "HPU", "VE", "Lazy", "MTIA", "MAIA")
+DEVICES = (
+    "CUDA",
+    "HIP",
+    "XLA",
+    "MPS",
+    "IPU",
+    "XPU",
+    "HPU",
+    "VE",
+    "Lazy",
+    "MTIA",
+    "MAIA",
+)
 DEVICES += ("PrivateUse1", "PrivateUse2", "PrivateUse3", "QuantizedCUDA", "SparseCUDA")
 DEVICES += ("SparseCsrCUDA", "QuantizedPrivateUse1", "SparsePrivateUse1")
 
@@ -595,7 +607,8 @@ class TestBindings(unittest.TestCase):
                 for module in (runner, _llm_runner):
                     for function, (argument, tensor) in llm_inputs().items():
                         with self.assertRaisesRegex(
-                            RuntimeError, f"^{function}'s argument '{argument}' .*{ON_META}$"
+                            RuntimeError,
+                            f"^{function}'s argument '{argument}' .*{ON_META}$",
                         ):
                             getattr(module, function)(tensor.to("meta"))
 
@@ -611,7 +624,9 @@ class TestBindings(unittest.TestCase):
                     pass
             with guard_set(True):
                 for module in (training, _training_lib):
-                    with self.assertRaisesRegex(RuntimeError, f"^Parameter 'w' .*{ON_META}$"):
+                    with self.assertRaisesRegex(
+                        RuntimeError, f"^Parameter 'w' .*{ON_META}$"
+                    ):
                         module.get_sgd_optimizer({"w": meta})
 
     @unittest.skipIf(TRAINING is not None, str(TRAINING))

@@ -37,7 +37,9 @@ class TestProgramPlan(unittest.TestCase):
     def test_a_host_program_reads_its_inputs_on_the_host(self) -> None:
         for planned in (True, False):
             with self.subTest(planned=planned):
-                self.assertEqual(input_plans(host_program(planned)), {"forward": {0, 1}})
+                self.assertEqual(
+                    input_plans(host_program(planned)), {"forward": {0, 1}}
+                )
 
     @unittest.skipIf(
         RELEASE < (1, 4),
@@ -85,7 +87,10 @@ def corrupted(program: bytes, count: int) -> dict[str, bytes]:
         found[f"truncated to {end}"] = program[:end]
     while len(found) < count:
         flipped = bytearray(program)
-        places = [(rng.randrange(len(program)), rng.randrange(8)) for _ in range(rng.randint(1, 3))]
+        places = [
+            (rng.randrange(len(program)), rng.randrange(8))
+            for _ in range(rng.randint(1, 3))
+        ]
         for at, bit in places:
             flipped[at] ^= 1 << bit
         found[f"bits flipped at {places}"] = bytes(flipped)
@@ -108,7 +113,9 @@ def ending(program: bytes, verification: Any, guard: bool, device: bool) -> str:
                 if device:
                     simulate_device(inputs[1])
                 try:
-                    loaded = Runtime.get().load_program(program, verification=verification)
+                    loaded = Runtime.get().load_program(
+                        program, verification=verification
+                    )
                     method = loaded.load_method("forward")
                     found = f"ran: {method.execute(inputs)}"
                 except Exception as error:  # whichever ExecuTorch raises

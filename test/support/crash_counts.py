@@ -39,7 +39,10 @@ def run(child: str, guard: bool, package: str | None) -> str:
 def main(child: str, runs: int, package: str | None = None) -> None:
     sides = {"guard off": (False, None), "guard on": (True, None)}
     if package is not None:
-        sides[f"guard on, from {Path(package).name}"] = (True, str(Path(package).resolve()))
+        sides[f"guard on, from {Path(package).name}"] = (
+            True,
+            str(Path(package).resolve()),
+        )
     # Interleaved, so that a drift of the machine hits each side alike.
     order = [side for _ in range(runs) for side in sides]
     with ThreadPoolExecutor(max_workers=8) as pool:

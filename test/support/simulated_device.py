@@ -89,7 +89,9 @@ def simulated_is_cpu() -> Iterator[None]:
     the tensor's own device (cpu for these), not from the storage that simulate_device set."""
     host = torch._C.TensorBase.is_cpu.__get__
     torch.Tensor.is_cpu = property(  # type: ignore[method-assign, assignment]
-        lambda t: host(t) and not isinstance(t.untyped_storage(), SimulatedDeviceStorage)
+        lambda t: (
+            host(t) and not isinstance(t.untyped_storage(), SimulatedDeviceStorage)
+        )
     )
     try:
         yield
