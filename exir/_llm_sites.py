@@ -4,9 +4,10 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""The guard of ExecuTorch's LLM extension: kernels that refuse device tensors for the custom
-operators whose host kernels are registered for every device, and the LLM runner's inputs,
-whose bytes the bindings copy on the host."""
+"""ExecuTorch's LLM extensions: the kernels that refuse device tensors for its custom ops
+(_patch's Operator rows), and the wrappers of the LLM runner's input functions, which copy a
+tensor's bytes on the host. Loads no exporter: an LLM app imports only the runner.
+"""
 
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -17,8 +18,30 @@ from ._host_read import HOST_TENSORS, host_read_message, refuse_off_host, what_t
 
 Original = Callable[..., Any]
 
-# The dispatch keys of devices whose memory the host does not read; HIP tensors dispatch as CUDA.
-DEVICE_KEYS = ("CUDA", "XPU", "MPS")
+
+def _device_keys() -> tuple[str, ...]:
+    """The dispatch key of each device that torch knows but the host and meta (CUDA, HIP, XLA,
+    MPS, IPU, XPU, HPU, VE, Lazy, MTIA, MAIA, PrivateUse1 to 3 in torch 2.13), and of its
+    quantized, sparse and nested tensors where this torch has one: torch's dense backends in its
+    own order, so that a device torch adds is among them."""
+    names = list(torch._C.DispatchKey.__members__)
+    first, last = names.index("StartOfDenseBackends"), names.index("EndOfDenseBackends")
+    devices = [key for key in names[first + 1 : last] if key not in ("CPU", "Meta")]
+    found = []
+    for functionality in ("", "Quantized", "Sparse", "SparseCsr", "NestedTensor"):
+        for device in devices:
+            try:
+                torch._C._dispatch_key_parse(functionality + device)
+            except RuntimeError:  # no such key in this torch
+                continue
+            found.append(functionality + device)
+    return tuple(found)
+
+
+# Memory the host does not read. The follow-up registers the host kernels for CPU alone, so
+# that torch refuses every other key; the guard gives each of these that would reach the host
+# kernel a kernel that refuses.
+DEVICE_KEYS = _device_keys()
 
 
 def device_kernels(qualname: str) -> torch.library.Library | None:
@@ -63,7 +86,9 @@ def device_kernels(qualname: str) -> torch.library.Library | None:
     for overload in overloads:
         keys = DEVICE_KEYS + (("Meta",) if overload.endswith(".out") else ())
         for key in keys:
-            if not torch._C._dispatch_has_kernel_for_dispatch_key(overload, key):
+            if torch._C._dispatch_has_computed_kernel_for_dispatch_key(
+                overload, key
+            ) and not torch._C._dispatch_has_kernel_for_dispatch_key(overload, key):
                 library.impl(overload, _refusal(overload, key), key)  # type: ignore[no-untyped-call, unused-ignore]
     return library
 

@@ -105,9 +105,6 @@ SITES: tuple[Site | Operator, ...] = (
         "_runtime_sites.runtime_method",
         "1.0.0",
     ),
-    Site(
-        "executorch.runtime", "Method.execute", "_runtime_sites.runtime_inputs", "1.0.0"
-    ),
     Operator(CUSTOM_OPS, "llama::sdpa_with_kv_cache", "1.0.0"),
     Operator(CUSTOM_OPS, "llama::custom_sdpa", "1.0.0"),
     Operator(CUSTOM_OPS, "llama::custom_quantized_sdpa", "1.0.0"),
@@ -118,6 +115,26 @@ SITES: tuple[Site | Operator, ...] = (
     Operator(CUSTOM_OPS, "llama::gated_delta_rule", "1.5.0"),
     Operator(CUSTOM_OPS, "llama::quantized_moe_ffn", "1.5.0"),
     Operator(CUSTOM_OPS, "preprocess::tile_crop", "1.0.0"),
+    # The bindings where they are defined, and again where a package re-exports them: a name
+    # bound there before the guard was installed holds the unguarded function.
+    Site(
+        "executorch.extension.llm.runner._llm_runner",
+        "make_image_input",
+        "_llm_sites.llm_image_input",
+        "1.1.0",
+    ),
+    Site(
+        "executorch.extension.llm.runner._llm_runner",
+        "make_audio_input",
+        "_llm_sites.llm_audio_input",
+        "1.1.0",
+    ),
+    Site(
+        "executorch.extension.llm.runner._llm_runner",
+        "make_raw_audio_input",
+        "_llm_sites.llm_audio_input",
+        "1.1.0",
+    ),
     Site(
         "executorch.extension.llm.runner",
         "make_image_input",
@@ -137,7 +154,7 @@ SITES: tuple[Site | Operator, ...] = (
         "1.1.0",
     ),
     Site(
-        "executorch.extension.training",
+        "executorch.extension.training.pybindings._training_lib",
         "get_sgd_optimizer",
         "_training_sites.sgd_parameters",
         "1.0.0",
@@ -146,6 +163,42 @@ SITES: tuple[Site | Operator, ...] = (
         "executorch.extension.training.pybindings._training_lib",
         "ExecuTorchSGD.step",
         "_training_sites.sgd_gradients",
+        "1.0.0",
+    ),
+    Site(
+        "executorch.extension.training.pybindings._training_module",
+        "_load_for_executorch_for_training",
+        "_training_sites.training_program",
+        "1.0.0",
+    ),
+    Site(
+        "executorch.extension.training.pybindings._training_module",
+        "_load_for_executorch_for_training_from_buffer",
+        "_training_sites.training_buffer",
+        "1.0.0",
+    ),
+    Site(
+        "executorch.extension.training.pybindings._training_module",
+        "TrainingModule.forward_backward",
+        "_training_sites.training_inputs",
+        "1.0.0",
+    ),
+    Site(
+        "executorch.extension.training",
+        "get_sgd_optimizer",
+        "_training_sites.sgd_parameters",
+        "1.0.0",
+    ),
+    Site(
+        "executorch.extension.training",
+        "_load_for_executorch_for_training",
+        "_training_sites.training_program",
+        "1.0.0",
+    ),
+    Site(
+        "executorch.extension.training",
+        "_load_for_executorch_for_training_from_buffer",
+        "_training_sites.training_buffer",
         "1.0.0",
     ),
 )

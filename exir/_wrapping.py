@@ -109,9 +109,12 @@ def _patch(name: str, module: ModuleType, site: Site) -> None:
     if attr not in getattr(owner, "__dict__", {}):
         raise LookupError(f"moved: {site.qualname} is not defined in {module.__name__}")
     original = vars(owner)[attr]
-    patched = PATCHED.get(name)
-    if isinstance(patched, Patched) and patched.guarded is original:  # install() again
-        return
+    for patched in PATCHED.values():
+        # install() again, or a name that a module bound to another site's guarded function
+        # (`from ._llm_runner import make_image_input`): already guarded, restored with the rest.
+        if isinstance(patched, Patched) and patched.guarded is original:
+            PATCHED[name] = Patched(owner, attr, patched.original, original)
+            return
     around = wrapper(site)
     expected = positional_names(around)[1:]
     found = positional_names(original)[: len(expected)]
