@@ -21,7 +21,6 @@ import os
 import traceback
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from contextvars import ContextVar
 from typing import Any, NoReturn
 
 import torch
@@ -32,6 +31,7 @@ from ._host_read import (
     CONSTANT_METHODS,
     HOST_TENSORS,
     MOVE_PROGRAM,
+    REAL_WEIGHTS,
     RUNTIME_INPUT,
     device_note,
     host_read_message,
@@ -42,9 +42,6 @@ from ._program_plan import InputPlan, Source
 
 Original = Callable[..., Any]
 
-# The constant method whose values the emitter reads now; None while it reads a graph's.
-_constant_method: ContextVar[str | None] = ContextVar("constant_method", default=None)
-
 
 def emitter_constant(
     original: Original, self: Any, spec: Any, *args: Any, **kwargs: Any
@@ -53,25 +50,15 @@ def emitter_constant(
         device = spec.storage.device
         if device.type != "cpu" and spec.allocated_memory != 0:
             # Imported here: the LLM runner's sites, also in this module, load no exir.
+            from executorch.exir.emit._emitter import _TopLevelEmitter
             from executorch.exir.error import InternalError
 
-            method = _constant_method.get()
-            if method is not None:
-                raise InternalError(
-                    host_read_message(
-                        f"Constant {method!r}",
-                        spec.shape,
-                        spec.dtype,
-                        device,
-                        CONSTANT_METHODS,
-                    )
-                )
+            name = self.node.name
+            if isinstance(self, _TopLevelEmitter):
+                name = self._find_fqn_for_placeholder(name, spec)[0] or name
+            advice = REAL_WEIGHTS if device.type == "meta" else MOVE_PROGRAM
             message = host_read_message(
-                f"Constant {self.node.name!r}",
-                spec.shape,
-                spec.dtype,
-                device,
-                what_to_do(device, MOVE_PROGRAM),
+                f"Constant {name!r}", spec.shape, spec.dtype, device, advice
             )
             raise InternalError(self._emit_node_specific_error(self.node, message))
     return original(self, spec, *args, **kwargs)
@@ -84,16 +71,29 @@ def emitter_constant_methods(
     *args: Any,
     **kwargs: Any,
 ) -> Any:
-    """Emits one method at a time, so that emitter_constant names the method whose value it
-    reads, as the series passes it; the plans are the same as in one call."""
-    plans = []
-    for method, value in prim_getters.items():
-        token = _constant_method.set(method)
-        try:
-            plans += original(self, {method: value}, *args, **kwargs)
-        finally:
-            _constant_method.reset(token)
-    return plans
+    """The series' check of each constant_methods tensor, in _emit_prim_getters' order and
+    before any read, up to the first value that _emit_prim_getters refuses itself."""
+    from executorch.exir.error import InternalError
+    from executorch.extension import pytree
+
+    supported = (float, bool, int, str, torch.dtype, torch.layout)
+    for method, values in prim_getters.items():
+        for value in pytree.tree_flatten(values)[0]:
+            if isinstance(value, torch.Tensor):
+                device = value.untyped_storage().device
+                if device.type != "cpu" and value.numel() != 0:
+                    raise InternalError(
+                        host_read_message(
+                            f"Constant {method!r}",
+                            value.shape,
+                            value.dtype,
+                            device,
+                            CONSTANT_METHODS,
+                        )
+                    )
+            elif not isinstance(value, supported):
+                return original(self, prim_getters, *args, **kwargs)
+    return original(self, prim_getters, *args, **kwargs)
 
 
 def _bundled_tensors(suites: Any) -> Iterator[tuple[str, int, int, str, torch.Tensor]]:
