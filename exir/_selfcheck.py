@@ -54,7 +54,7 @@ CASES = (
         "meta",
         True,
         1,
-        ("InternalError: Failed with error: Constant '0.weight'", "holds no data"),
+        ("InternalError: Failed with error: Constant 'p_0_weight'", "holds no data"),
     ),
 )
 CUDA_CASES = (
@@ -64,7 +64,7 @@ CUDA_CASES = (
         "cuda",
         True,
         1,
-        ("InternalError: Failed with error: Constant '0.weight'", "is on cuda:0"),
+        ("InternalError: Failed with error: Constant 'p_0_weight'", "is on cuda:0"),
     ),
 )
 

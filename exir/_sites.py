@@ -50,15 +50,11 @@ def emitter_constant(
         device = spec.storage.device
         if device.type != "cpu" and spec.allocated_memory != 0:
             # Imported here: the LLM runner's sites, also in this module, load no exir.
-            from executorch.exir.emit._emitter import _TopLevelEmitter
             from executorch.exir.error import InternalError
 
-            name = self.node.name
-            if isinstance(self, _TopLevelEmitter):
-                name = self._find_fqn_for_placeholder(name, spec)[0] or name
             advice = REAL_WEIGHTS if device.type == "meta" else MOVE_PROGRAM
             message = host_read_message(
-                f"Constant {name!r}", spec.shape, spec.dtype, device, advice
+                f"Constant {self.node.name!r}", spec.shape, spec.dtype, device, advice
             )
             raise InternalError(self._emit_node_specific_error(self.node, message))
     return original(self, spec, *args, **kwargs)

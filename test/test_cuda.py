@@ -42,7 +42,7 @@ class TestCuda(unittest.TestCase):
         self.assert_crashes_unguarded("cuda_portable")
         with (
             guard_set(True),
-            self.assertRaisesRegex(InternalError, f"Constant '0.weight' {ON_CUDA}"),
+            self.assertRaisesRegex(InternalError, f"Constant 'p_0_weight' {ON_CUDA}"),
         ):
             children.cuda_portable()
 

@@ -84,10 +84,10 @@ class TestSimulatedDevice(unittest.TestCase):
         simulate_device(external.exported_program().state_dict["0.weight"])
         external_constants = ExecutorchBackendConfig(external_constants=True)
         for edge, config, name in (
-            (weight, None, "'0.weight' (shape [3, 4]"),
-            (buffer, None, "'offset' (shape [4]"),
-            (constant, None, "'table' (shape [4]"),
-            (external, external_constants, "'0.weight' (shape [3, 4]"),
+            (weight, None, "'p_0_weight' (shape [3, 4]"),
+            (buffer, None, "'b_offset' (shape [4]"),
+            (constant, None, "'c_table' (shape [4]"),
+            (external, external_constants, "'p_0_weight' (shape [3, 4]"),
         ):
             with (
                 self.subTest(name=name),
