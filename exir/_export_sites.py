@@ -16,7 +16,6 @@ the host.
 
 import traceback
 from collections.abc import Callable, Iterable, Iterator
-from contextvars import ContextVar
 from typing import Any
 
 import torch
@@ -26,15 +25,12 @@ from ._host_read import (
     BUNDLED,
     CONSTANT_METHODS,
     MOVE_PROGRAM,
+    REAL_WEIGHTS,
     host_read_message,
     refuse_off_host,
-    what_to_do,
 )
 
 Original = Callable[..., Any]
-
-# The constant method whose values the emitter reads now; None while it reads a graph's.
-_constant_method: ContextVar[str | None] = ContextVar("constant_method", default=None)
 
 
 def emitter_constant(
@@ -46,23 +42,9 @@ def emitter_constant(
             # Imported when raising: this module is imported while executorch.exir initializes.
             from executorch.exir.error import InternalError
 
-            method = _constant_method.get()
-            if method is not None:
-                raise InternalError(
-                    host_read_message(
-                        f"Constant {method!r}",
-                        spec.shape,
-                        spec.dtype,
-                        device,
-                        CONSTANT_METHODS,
-                    )
-                )
+            advice = REAL_WEIGHTS if device.type == "meta" else MOVE_PROGRAM
             message = host_read_message(
-                f"Constant {self.node.name!r}",
-                spec.shape,
-                spec.dtype,
-                device,
-                what_to_do(device, MOVE_PROGRAM),
+                f"Constant {self.node.name!r}", spec.shape, spec.dtype, device, advice
             )
             raise InternalError(self._emit_node_specific_error(self.node, message))
     return original(self, spec, *args, **kwargs)
@@ -75,16 +57,29 @@ def emitter_constant_methods(
     *args: Any,
     **kwargs: Any,
 ) -> Any:
-    """Emits one method at a time, so that emitter_constant names the method whose value it
-    reads; the plans are the same as in one call."""
-    plans = []
-    for method, value in prim_getters.items():
-        token = _constant_method.set(method)
-        try:
-            plans += original(self, {method: value}, *args, **kwargs)
-        finally:
-            _constant_method.reset(token)
-    return plans
+    """Checks each constant_methods tensor in _emit_prim_getters' order, before any read, up
+    to the first value that _emit_prim_getters refuses itself (its own error comes first)."""
+    from executorch.exir.error import InternalError
+    from executorch.extension import pytree
+
+    supported = (float, bool, int, str, torch.dtype, torch.layout)
+    for method, values in prim_getters.items():
+        for value in pytree.tree_flatten(values)[0]:
+            if isinstance(value, torch.Tensor):
+                device = value.untyped_storage().device
+                if device.type != "cpu" and value.numel() != 0:
+                    raise InternalError(
+                        host_read_message(
+                            f"Constant {method!r}",
+                            value.shape,
+                            value.dtype,
+                            device,
+                            CONSTANT_METHODS,
+                        )
+                    )
+            elif not isinstance(value, supported):
+                return original(self, prim_getters, *args, **kwargs)
+    return original(self, prim_getters, *args, **kwargs)
 
 
 def _bundled_tensors(suites: Any) -> Iterator[tuple[str, int, int, str, torch.Tensor]]:

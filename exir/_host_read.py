@@ -20,6 +20,10 @@ BUNDLED = "Pass host tensors to MethodTestCase"
 HOST_TENSORS = "Pass host tensors with .cpu()"
 RUNTIME_INPUT = f"{HOST_TENSORS}, or, for a method meant to take device inputs, lower with CudaPartitioner and skip the input copies as https://docs.pytorch.org/executorch/main/backends/cuda/cuda-overview.html shows"
 NO_DATA = "A meta or fake tensor holds no data"
+# The emitter's, where a program's constants are its module's weights.
+REAL_WEIGHTS = (
+    f"{NO_DATA}: export the module with its real weights loaded in host memory"
+)
 
 
 def what_to_do(device: torch.device, way_out: str) -> str:

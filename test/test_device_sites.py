@@ -40,7 +40,7 @@ from executorch.exir import (
 )
 from executorch.exir._serialize._named_data_store import NamedDataStore
 from executorch.exir.backend.utils import DelegateMappingBuilder
-from executorch.exir.error import InternalError
+from executorch.exir.error import ExportError, InternalError
 from executorch_device_guard import _release, _site_table
 from guard import RELEASE, guard_set
 from models import (
@@ -127,6 +127,19 @@ class TestSimulatedDevice(unittest.TestCase):
             f"Constant 'get_table' (shape [2, 3], dtype torch.float32) {ON_CUDA}. "
             "Pass host tensors in constant_methods.",
         )
+
+    def test_constant_method_value_that_executorch_refuses_first_keeps_its_error(
+        self,
+    ) -> None:
+        edge = to_edge_transform_and_lower(
+            export(linear(), (torch.ones(2, 4),)),
+            constant_methods={
+                "device": torch.device("cpu"),
+                "get_table": simulate_device(torch.ones(2, 3)),
+            },
+        )
+        with self.assertRaisesRegex(ExportError, "Error emitting device which returns"):
+            edge.to_executorch()
 
     def test_emitter_serializes_an_empty_device_constant(self) -> None:
         edge = to_edge_transform_and_lower(export(WithEmpty(), (torch.ones(2, 4),)))

@@ -115,7 +115,8 @@ class TestEmitter(unittest.TestCase):
                 InternalError,
                 r"^Failed with error: Constant 'p_0_weight' \(shape \[3, 4\], dtype "
                 r"torch.float32\) is on meta, not in host memory\. A meta or fake tensor "
-                r"holds no data\.\n",
+                r"holds no data: export the module with its real weights loaded in host "
+                r"memory\.\n",
             ),
         ):
             children.meta_model()
