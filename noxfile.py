@@ -21,11 +21,6 @@ nox.options.default_venv_backend = "virtualenv"
 nox.options.sessions = ["lint", "tests", "series"]
 
 TORCH, BASE = "torch==2.13.0", f"executorch=={BASE_RELEASE}"
-# The tests whose outcome depends on the ExecuTorch release; test_activation's installs run
-# on BASE_RELEASE only.
-RELEASE_TESTS = tuple(
-    f"test/test_{name}.py" for name in ("emitter", "sites", "device_sites", "cuda")
-)
 # (executorch, torch, torchao): the newest torch and torchao that each release allows and pip
 # finds; 1.5.1, which declares no torch requirement, with each newer torch too. torch 2.15.0
 # is over the cap of these machines' pip configuration: `PIP_CONSTRAINT=EMPTY_FILE nox ...`.
@@ -92,7 +87,7 @@ def compat(session: nox.Session, executorch: str, torch: str, torchao: str) -> N
     junit.unlink(missing_ok=True)
     output.write_text(status)
     try:
-        session.run(*PYTEST, f"--junitxml={junit}", *RELEASE_TESTS)
+        session.run(*PYTEST, f"--junitxml={junit}", "-m", "release")
     finally:  # failing tests give a row too
         record = ("python", "test/support/compat_record.py", executorch, torch, flatc)
         session.run(*record, str(output), str(junit))
@@ -108,7 +103,7 @@ def mutations(session: nox.Session) -> None:
     removed, they pass."""
     install(session, TORCH, BASE, "-e", ".[test]")
     pytest = ("python", "-m", "pytest", "-p", "no:cacheprovider", "-q")
-    tests = ("test/test_device_sites.py", "test/test_emitter.py")
+    tests = ("-m", "wrappers")
     session.run(*pytest, *tests)
     code = "from executorch_device_guard._site_table import SITES, Site; print(*dict.fromkeys(s.wrapper for s in SITES if isinstance(s, Site)))"
     names = session.run("python", "-c", code, silent=True, stderr=subprocess.DEVNULL)

@@ -12,6 +12,7 @@ import importlib.util
 import unittest
 
 import children
+import pytest
 import torch
 from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 from executorch.exir.error import InternalError
@@ -25,6 +26,8 @@ from models import (
 )
 from parts import not_here
 from torch.export import export
+
+pytestmark = pytest.mark.release
 
 ON_CUDA = r"\(shape \[3, 4\], dtype torch.float32\) is on cuda:0, not in host memory"
 CUDA_TAIL = r"is on cuda:0, not in host memory\. Pass host tensors with \.cpu\(\)\.$"

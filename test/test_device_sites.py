@@ -23,6 +23,7 @@ import unittest
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
 from executorch.backends.vulkan.serialization.vulkan_graph_builder import VkGraphBuilder
 from executorch.backends.xnnpack.operators.node_visitor import NodeVisitor
@@ -63,6 +64,8 @@ from simulated_device import simulate_device, simulated_is_cpu
 from torch._export.verifier import SpecViolationError
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.export import export
+
+pytestmark = [pytest.mark.release, pytest.mark.wrappers]
 
 ON_CUDA = "is on cuda:0, not in host memory"
 RUNTIME_UNAVAILABLE = not_here("runtime")

@@ -14,6 +14,7 @@ import importlib.util
 import unittest
 
 import children
+import pytest
 import torch
 from executorch.exir import (
     EdgeCompileConfig,
@@ -25,6 +26,8 @@ from executorch.exir.error import InternalError
 from guard import guard_set
 from models import WithBuffer, WithConstant, linear
 from torch.export import export
+
+pytestmark = [pytest.mark.release, pytest.mark.wrappers]
 
 HAS_DEVICE_PROPAGATION = all(
     importlib.util.find_spec(f"executorch.exir.{module}")

@@ -18,10 +18,13 @@ import tempfile
 import unittest
 from pathlib import Path
 
+import pytest
 from executorch_device_guard import ENV_VAR
 from guard import RELEASE
 from junit import read
 from parts import not_here
+
+pytestmark = pytest.mark.release
 
 HERE = Path(__file__).resolve().parent
 CRASH = ("error", "CRASHED with signal 11")
