@@ -43,7 +43,7 @@ from executorch.exir._serialize._named_data_store import NamedDataStore
 from executorch.exir.backend.utils import DelegateMappingBuilder
 from executorch.exir.error import ExportError, InternalError
 from executorch_device_guard import _release, _site_table
-from guard import RELEASE, guard_set
+from guard import guard_set
 from models import (
     CRASHING_OPS,
     EfficientAttention,
@@ -191,7 +191,7 @@ class TestSimulatedDevice(unittest.TestCase):
         )
 
     @unittest.skipIf(
-        RELEASE < (1, 2),
+        _release.before("1.2.0"),
         "before executorch 1.2.0, add_named_data takes bytes (1.0.x) or reads a tensor "
         "element by element, which the simulated device memory refuses",
     )
@@ -200,7 +200,7 @@ class TestSimulatedDevice(unittest.TestCase):
             stored(simulate_device(torch.randn(2, 3, 4, 5)))
 
     @unittest.skipIf(
-        RELEASE < (1, 2),
+        _release.before("1.2.0"),
         "before executorch 1.2.0 there is no _tensor_to_bytes, where the guard stores a "
         "view's values",
     )
@@ -289,7 +289,9 @@ class TestRuntime(unittest.TestCase):
                 buffer = host_program(planned)
                 (path := Path(tmp, "add.pte")).write_bytes(buffer)
                 sources = {"bytes": buffer, "path": path}
-                if RELEASE >= (1, 1):  # 1.0's load_program takes no file object
+                if not _release.before(
+                    "1.1.0"
+                ):  # 1.0's load_program takes no file object
                     sources["file"] = io.BytesIO(buffer)
                 for kind, source in {**sources, "str": str(path)}.items():
                     program = self.load(source)
@@ -323,7 +325,7 @@ class TestRuntime(unittest.TestCase):
         host = host_program(True)
         replacements: dict[str, bytes | None] = {"deleted": None}
         replacements["garbage"] = bytes(range(256)) * 4
-        if RELEASE >= (1, 4):
+        if not _release.before("1.4.0"):
             replacements["device program"] = device_inputs_program()
         with tempfile.TemporaryDirectory() as tmp:
             for change, new in replacements.items():
@@ -380,7 +382,7 @@ class TestRuntime(unittest.TestCase):
             ([x.t(), y], "^Input 0 ?for method forward should be contiguous"),
             (["x", y], "^Unsupported python type <class 'str'>"),
         ]
-        if RELEASE >= (1, 5):
+        if not _release.before("1.5.0"):
             meta = torch.ones(2, 4, device="meta")
             refused.append(([meta, y], "^Input 0 for method forward is on device meta"))
         for inputs, error in refused:
@@ -388,7 +390,7 @@ class TestRuntime(unittest.TestCase):
                 method.execute(inputs)
 
     @unittest.skipIf(
-        RELEASE < (1, 4),
+        _release.before("1.4.0"),
         "before executorch 1.4.0 no program plans a method's inputs on a device",
     )
     def test_runtime_runs_device_inputs_that_the_program_plans_on_the_device(
@@ -413,7 +415,7 @@ class TestRuntime(unittest.TestCase):
         program = self.load(host_program(True))
         method = program.load_method("forward")
         x = torch.ones(2, 4)
-        if RELEASE >= (1, 5):  # the bindings refuse a meta tensor themselves
+        if not _release.before("1.5.0"):  # the bindings refuse a meta tensor themselves
             error = (
                 "Input 1 for method forward is on device meta, and only CPU and CUDA "
                 "tensors can be passed to a method."

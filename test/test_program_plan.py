@@ -23,8 +23,9 @@ from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
     XnnpackPartitioner,
 )
 from executorch.exir import to_edge_transform_and_lower
+from executorch_device_guard import _release
 from executorch_device_guard._program_plan import input_plans, read_program
-from guard import RELEASE, guard_set
+from guard import guard_set
 from models import Add, device_inputs_program, host_program, linear
 from parts import not_here
 from simulated_device import simulate_device, simulated_is_cpu
@@ -42,7 +43,7 @@ class TestProgramPlan(unittest.TestCase):
                 )
 
     @unittest.skipIf(
-        RELEASE < (1, 4),
+        _release.before("1.4.0"),
         "before executorch 1.4.0 no program plans a method's inputs on a device",
     )
     def test_inputs_planned_on_the_device_are_not_read_on_the_host(self) -> None:
@@ -61,7 +62,7 @@ class TestProgramPlan(unittest.TestCase):
         at = buffer.index(b"XnnpackBackend")
         cuda = struct.pack("<I", 11) + b"CudaBackend\0\0\0"
         renamed = buffer[: at - 4] + cuda + buffer[at + len("XnnpackBackend") :]
-        expected = set() if RELEASE < (1, 4) else {0, 1}
+        expected = set() if _release.before("1.4.0") else {0, 1}
         self.assertEqual(input_plans(renamed), {"forward": expected})
 
     def test_a_file_is_read_without_its_segments(self) -> None:

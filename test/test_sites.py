@@ -19,17 +19,15 @@ import unittest
 from pathlib import Path
 
 import pytest
-from executorch_device_guard import ENV_VAR
-from guard import RELEASE
+import test_device_sites
+from executorch_device_guard import ENV_VAR, _release
 from junit import read
-from parts import not_here
 
 pytestmark = pytest.mark.release
 
 HERE = Path(__file__).resolve().parent
 CRASH = ("error", "CRASHED with signal 11")
 PASSES, SKIPS = ("passed", ""), ("skipped", "")
-RUNTIME_UNAVAILABLE = not_here("runtime")
 # Test -> (its outcome in pytest's junit without the guard, text in its message).
 UNGUARDED = {
     "TestSimulatedDevice::test_emitter_names_each_kind_of_constant": CRASH,
@@ -93,42 +91,29 @@ UNGUARDED = {
     ),
     # From 1.4.0 the bindings abort on a tensor without data; before, they take it.
     "TestBindings::test_sgd_meta_tensors_raise_naming_them": (
-        ("error", "CRASHED with signal 6")
-        if RELEASE >= (1, 4)
-        else ("failed", "RuntimeError not raised")
+        ("failed", "RuntimeError not raised")
+        if _release.before("1.4.0")
+        else ("error", "CRASHED with signal 6")
     ),
 }
 # Before 1.5 the bindings take a meta input: the method runs on stale memory, or, in 1.4,
 # aborts on its null data.
-if RELEASE < (1, 5):
+if _release.before("1.5.0"):
     UNGUARDED["TestRuntime::test_runtime_meta_inputs_say_they_hold_no_data"] = (
-        ("error", "CRASHED with signal 6")
-        if RELEASE >= (1, 4)
-        else ("failed", "RuntimeError not raised")
+        ("failed", "RuntimeError not raised")
+        if _release.before("1.4.0")
+        else ("error", "CRASHED with signal 6")
     )
-if RELEASE < (1, 4):  # test_device_sites.py skips it, guard or not
-    UNGUARDED[
-        "TestRuntime::test_runtime_runs_device_inputs_that_the_program_plans_on_the_device"
-    ] = SKIPS
-if RUNTIME_UNAVAILABLE is not None:  # test_device_sites.py skips them all, guard or not
-    for test in [t for t in UNGUARDED if t.startswith("TestRuntime::")]:
-        UNGUARDED[test] = SKIPS
-if RELEASE < (1, 2):  # test_device_sites.py skips them, guard or not
-    for name in ("named_device_data_keeps", "named_data_of_a_channels_last_view"):
-        (test,) = [t for t in UNGUARDED if name in t]
-        UNGUARDED[test] = SKIPS
-if not_here("custom ops"):  # test_device_sites.py skips them, guard or not
-    for test in [t for t in UNGUARDED if t.startswith("TestCustomOps::")]:
-        UNGUARDED[test] = SKIPS
-# Skipped both ways where the bindings do not run (test_device_sites.py says why).
-for extension, tests in (
-    ("llm runner", ("llm_runner_meta_inputs", "llm_runner_inputs_raise_by_every_name")),
-    ("training", ("sgd_", "forward_backward_refuses", "forward_backward_of_a_program")),
-):
-    if not_here(extension) is not None:
-        for name in tests:
-            for test in [t for t in UNGUARDED if name in t]:
-                UNGUARDED[test] = SKIPS
+
+
+def skipped_here(test: str) -> bool:
+    """Whether test_device_sites.py's own skip decorators skip `test` ("Class::method") here:
+    then it skips without the guard too."""
+    class_name, _, method = test.partition("::")
+    test_class = getattr(test_device_sites, class_name)
+    return getattr(test_class, "__unittest_skip__", False) or getattr(
+        getattr(test_class, method), "__unittest_skip__", False
+    )
 
 
 class TestUnguardedSites(unittest.TestCase):
@@ -146,7 +131,8 @@ class TestUnguardedSites(unittest.TestCase):
                 path, _, name = test.partition("::")
                 found[f"{path.rpartition('.')[2]}::{name}"] = case
         self.assertEqual(sorted(found), sorted(UNGUARDED))
-        for test, (outcome, text) in UNGUARDED.items():
+        for test, expected in UNGUARDED.items():
+            outcome, text = SKIPS if skipped_here(test) else expected
             with self.subTest(test):
                 case = found[test]
                 details = case.message + case.text

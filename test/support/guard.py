@@ -9,12 +9,8 @@ startup line installs it unless ENV_VAR turns it off), and leave it so."""
 
 import contextlib
 from collections.abc import Iterator
-from importlib.metadata import version
 
 import executorch_device_guard as guard
-
-# The installed executorch release, (major, minor): some tests apply from a release on.
-RELEASE = tuple(int(part) for part in version("executorch").split(".")[:2])
 
 
 @contextlib.contextmanager

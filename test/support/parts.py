@@ -15,8 +15,8 @@ from importlib.metadata import version
 
 import children
 import torch
+from executorch_device_guard import _release
 from executorch_device_guard._site_table import CUSTOM_OPS
-from guard import RELEASE
 from models import llm_inputs
 
 PARTS = ("runtime", "custom ops", "llm runner", "training")
@@ -36,7 +36,7 @@ def not_here(part: str) -> str | None:
             f"executorch {version('executorch')}'s runtime does not run programs with "
             f"torch {torch.__version__} (exit status {status}): {last}"
         )
-    if part == "llm runner" and RELEASE < (1, 1):
+    if part == "llm runner" and _release.before("1.1.0"):
         return "the LLM runner's bindings came in executorch 1.1.0"
     try:
         if part == "custom ops":
