@@ -89,7 +89,14 @@ def compat(session: nox.Session, executorch: str, torch: str, torchao: str) -> N
     try:
         session.run(*PYTEST, f"--junitxml={junit}", "-m", "release")
     finally:  # failing tests give a row too
-        record = ("python", "test/support/compat_record.py", executorch, torch, flatc)
+        record = (
+            "python",
+            "-m",
+            "test.support.compat_record",
+            executorch,
+            torch,
+            flatc,
+        )
         session.run(*record, str(output), str(junit))
     failed = re.search(r"^(  FAIL |Traceback)", status, re.M)
     if failed or not re.search(r"^self-check \(", status, re.M):
@@ -109,9 +116,8 @@ def mutations(session: nox.Session) -> None:
     names = session.run("python", "-c", code, silent=True, stderr=subprocess.DEVNULL)
     for name in names.split():
         session.log(f"MUTANT={name}")
-        mutant = ("-p", "mutant", "-x", "--tb=no", "-rf", *tests)
-        # -p imports the plugin before pytest's pythonpath takes effect
-        env = {"MUTANT": name, "PYTHONPATH": "test/support"}
+        mutant = ("-p", "test.support.mutant", "-x", "--tb=no", "-rf", *tests)
+        env = {"MUTANT": name}
         session.run(*pytest, *mutant, env=env, success_codes=[1, -11, -6])
 
 

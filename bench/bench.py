@@ -217,6 +217,7 @@ def execute_options(method: Any, original: Callable[..., Any]) -> dict[str, Any]
     import types
 
     import torch
+
     from executorch_device_guard import _runtime_sites
 
     def storage_test(original: Any, self: Any, inputs: Any) -> Any:

@@ -11,21 +11,22 @@ a child (test/support/children.py), where the crash is its exit status."""
 import importlib.util
 import unittest
 
-import children
 import pytest
 import torch
 from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 from executorch.exir.error import InternalError
+from torch.export import export
+
 from executorch_device_guard._selfcheck import SIGSEGV
-from guard import guard_set
-from models import (
+from test.support import children
+from test.support.guard import guard_set
+from test.support.models import (
     CRASHING_OPS,
     linear,
     llm_inputs,
     stored,
 )
-from parts import not_here
-from torch.export import export
+from test.support.parts import not_here
 
 pytestmark = pytest.mark.release
 

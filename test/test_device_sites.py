@@ -42,9 +42,13 @@ from executorch.exir import (
 from executorch.exir._serialize._named_data_store import NamedDataStore
 from executorch.exir.backend.utils import DelegateMappingBuilder
 from executorch.exir.error import ExportError, InternalError
+from torch._export.verifier import SpecViolationError
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.export import export
+
 from executorch_device_guard import _release, _site_table
-from guard import guard_set
-from models import (
+from test.support.guard import guard_set
+from test.support.models import (
     CRASHING_OPS,
     EfficientAttention,
     WithBuffer,
@@ -59,11 +63,8 @@ from models import (
     stored,
     training_buffer,
 )
-from parts import not_here
-from simulated_device import simulate_device, simulated_is_cpu
-from torch._export.verifier import SpecViolationError
-from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.export import export
+from test.support.parts import not_here
+from test.support.simulated_device import simulate_device, simulated_is_cpu
 
 pytestmark = [pytest.mark.release, pytest.mark.wrappers]
 

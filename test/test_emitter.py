@@ -13,7 +13,6 @@ import hashlib
 import importlib.util
 import unittest
 
-import children
 import pytest
 import torch
 from executorch.exir import (
@@ -23,9 +22,11 @@ from executorch.exir import (
     to_edge_transform_and_lower,
 )
 from executorch.exir.error import InternalError
-from guard import guard_set
-from models import WithBuffer, WithConstant, linear
 from torch.export import export
+
+from test.support import children
+from test.support.guard import guard_set
+from test.support.models import WithBuffer, WithConstant, linear
 
 pytestmark = [pytest.mark.release, pytest.mark.wrappers]
 

@@ -23,13 +23,14 @@ from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
     XnnpackPartitioner,
 )
 from executorch.exir import to_edge_transform_and_lower
+from torch.export import export
+
 from executorch_device_guard import _release
 from executorch_device_guard._program_plan import input_plans, read_program
-from guard import guard_set
-from models import Add, device_inputs_program, host_program, linear
-from parts import not_here
-from simulated_device import simulate_device, simulated_is_cpu
-from torch.export import export
+from test.support.guard import guard_set
+from test.support.models import Add, device_inputs_program, host_program, linear
+from test.support.parts import not_here
+from test.support.simulated_device import simulate_device, simulated_is_cpu
 
 RUNTIME_UNAVAILABLE = not_here("runtime")
 

@@ -13,8 +13,8 @@ import re
 import unittest
 from pathlib import Path
 
-import children
 from executorch_device_guard import _site_table
+from test.support import children
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"

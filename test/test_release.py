@@ -9,8 +9,9 @@
 import unittest
 from unittest import mock
 
-from executorch_device_guard import _release
 from packaging.version import Version
+
+from executorch_device_guard import _release
 
 
 class TestRelease(unittest.TestCase):

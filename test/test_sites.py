@@ -19,9 +19,10 @@ import unittest
 from pathlib import Path
 
 import pytest
-import test_device_sites
+
 from executorch_device_guard import ENV_VAR, _release
-from junit import read
+from test import test_device_sites
+from test.support.junit import read
 
 pytestmark = pytest.mark.release
 

@@ -20,13 +20,14 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from executorch_device_guard import ENV_VAR
-from junit import Case, counts, read
+from test.support import children
+from test.support.junit import Case, counts, read
 
-SUPPORT = Path(__file__).resolve().parents[1] / "test" / "support"  # children.py
-# Child programs of test/support/children.py, run as `python -m children NAME`.
-PROBE = ["children", "probe"]
-MESSAGES = ["children", "messages"]
-META = ["children", "meta_model"]
+REPO = Path(__file__).resolve().parents[1]  # test.support lies there
+# Child programs of test/support/children.py, run as `python -m test.support.children NAME`.
+PROBE = [children.__name__, "probe"]
+MESSAGES = [children.__name__, "messages"]
+META = [children.__name__, "meta_model"]
 TIMEOUT = 1800  # seconds for one test
 
 
@@ -67,7 +68,7 @@ class Run(NamedTuple):
 
 class Job(NamedTuple):
     """`python -m ARGV` in SITE/executorch (the repository's layout), with `site` first on
-    sys.path and test/support (children.py) last, the guard on if `guard`."""
+    sys.path and the repository (test.support) last, the guard on if `guard`."""
 
     site: Path
     argv: list[str]
@@ -105,7 +106,7 @@ def run_job(job: Job, workdir: Path) -> Run:
     """The job run to its end: its output kept in workdir/NAME.log, its tests' outcomes read
     from workdir/NAME.xml where it wrote one."""
     env = environment(job.guard, job.site)
-    env["PYTHONPATH"] += os.pathsep + str(SUPPORT)
+    env["PYTHONPATH"] += os.pathsep + str(REPO)
     log, started = workdir / f"{job.name}.log", time.monotonic()
     with log.open("w") as out:
         done = subprocess.run(

@@ -14,12 +14,12 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
-import junit
 import pytest
 from tabulate import tabulate
 
+from test.support import junit
 from upstream import patches
-from upstream.runner import PROBE, SUPPORT, capture, environment, pytest_job, run_jobs
+from upstream.runner import PROBE, REPO, capture, environment, pytest_job, run_jobs
 
 # Chosen to reach every guarded site in minutes on 2 cores. Left out: Vulkan's delegate
 # tests (they need its runtime, not in the CPU wheel) and most of XNNPACK's slow op tests.
@@ -118,7 +118,7 @@ def setups(
     for comparison in found.values():
         for name, (tree, guard) in comparison.items():
             env = environment(guard, tree.parent)
-            done = capture(sys.executable, "-m", *PROBE, env=env, cwd=SUPPORT)
+            done = capture(sys.executable, "-m", *PROBE, env=env, cwd=REPO)
             assert json.loads(done.stdout) == PROBES[name], done.stderr[-3000:]
     return found
 

@@ -4,8 +4,8 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""The programs that tests run in a fresh interpreter, by name: `python -m children NAME`, in
-test/support/.
+"""The programs that tests run in a fresh interpreter, by name: `python -m
+test.support.children NAME`, from the repository's root.
 
 Only where the behaviour needs one: what the startup line does, an install in another
 environment, a reproducer that can die of a signal, and a patched copy of ExecuTorch, which
@@ -23,7 +23,7 @@ from typing import Any
 
 from executorch_device_guard import ENV_VAR
 
-HERE = Path(__file__).resolve().parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def run(
@@ -37,8 +37,8 @@ def run(
     value = guard if isinstance(guard, str) else "1" if guard else "0"
     env = {**os.environ, ENV_VAR: value}
     done = subprocess.run(
-        [python, "-m", "children", name, *args],
-        cwd=HERE,
+        [python, "-m", __name__, name, *args],
+        cwd=REPO,
         env=env,
         capture_output=True,
         text=True,
@@ -111,8 +111,9 @@ def meta_model() -> None:
     """The reproducer on meta: with the guard, "holds no data"; without, "NULL pointer access"."""
     import torch
     from executorch.exir import to_edge_transform_and_lower
-    from models import linear
     from torch.export import export
+
+    from .models import linear
 
     model = linear().to("meta")
     to_edge_transform_and_lower(
@@ -138,10 +139,11 @@ def messages() -> dict[str, Any]:
     from executorch.exir import EdgeCompileConfig, to_edge, to_edge_transform_and_lower
     from executorch.exir._serialize._named_data_store import NamedDataStore
     from executorch.exir.backend.utils import DelegateMappingBuilder
-    from models import EfficientAttention, linear
-    from simulated_device import SimulatedDeviceStorage, simulate_device
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.export import export
+
+    from .models import EfficientAttention, linear
+    from .simulated_device import SimulatedDeviceStorage, simulate_device
 
     found: dict[str, str] = {}
 
@@ -217,8 +219,9 @@ def cuda_portable() -> None:
     """The issue's reproducer on cuda:0, to the portable path."""
     import torch
     from executorch.exir import to_edge_transform_and_lower
-    from models import linear
     from torch.export import export
+
+    from .models import linear
 
     model = linear().cuda()
     to_edge_transform_and_lower(
@@ -236,8 +239,9 @@ def cuda_delegated(backend: str) -> None:
         XnnpackPartitioner,
     )
     from executorch.exir import to_edge_transform_and_lower
-    from models import linear
     from torch.export import export
+
+    from .models import linear
 
     partitioner = {"xnnpack": XnnpackPartitioner, "vulkan": VulkanPartitioner}[backend]
     program = export(linear().cuda(), (torch.ones(2, 4).cuda(),))
@@ -248,8 +252,9 @@ def cuda_constant_method() -> None:
     """A constant_methods value on cuda:0, with the program on the CPU."""
     import torch
     from executorch.exir import to_edge_transform_and_lower
-    from models import linear
     from torch.export import export
+
+    from .models import linear
 
     to_edge_transform_and_lower(
         export(linear(), (torch.ones(2, 4),)),
@@ -259,7 +264,7 @@ def cuda_constant_method() -> None:
 
 def cuda_bundled() -> None:
     """Bundled test values computed on cuda:0, as users compute them."""
-    from models import bundle, cuda_values
+    from .models import bundle, cuda_values
 
     bundle(*cuda_values())
 
@@ -268,7 +273,8 @@ def host_runtime() -> None:
     """x + y run by executorch.runtime on host tensors: whether the runtime runs here."""
     import torch
     from executorch.runtime import Runtime
-    from models import host_program
+
+    from .models import host_program
 
     program = Runtime.get().load_program(host_program(True))
     (result,) = program.load_method("forward").execute([torch.ones(2, 4)] * 2)
@@ -280,7 +286,8 @@ def cuda_runtime(planning: str) -> None:
     executorch.runtime with y on cuda:0."""
     import torch
     from executorch.runtime import Runtime
-    from models import host_program
+
+    from .models import host_program
 
     program = Runtime.get().load_program(host_program(planning == "planned"))
     method = program.load_method("forward")
@@ -291,7 +298,8 @@ def cuda_custom_op(name: str) -> None:
     """ExecuTorch's LLM custom op llama::NAME on cuda:0."""
     import torch
     from executorch.extension.llm.custom_ops import custom_ops  # noqa: F401
-    from models import custom_op_arguments
+
+    from .models import custom_op_arguments
 
     getattr(torch.ops.llama, name)(*custom_op_arguments(name, "cuda"))
     torch.cuda.synchronize()
@@ -301,7 +309,8 @@ def cuda_llama() -> None:
     """The llama example's Transformer with the custom ops, one token on cuda:0."""
     import torch
     from executorch.extension.llm.custom_ops import custom_ops  # noqa: F401
-    from models import llama_step
+
+    from .models import llama_step
 
     llama_step("cuda")
     torch.cuda.synchronize()
@@ -310,7 +319,8 @@ def cuda_llama() -> None:
 def cuda_llm_input(function: str) -> None:
     """An LLM runner input function given its tensor on cuda:0."""
     from executorch.extension.llm import runner
-    from models import llm_inputs
+
+    from .models import llm_inputs
 
     getattr(runner, function)(llm_inputs()[function][1].cuda())
 
@@ -331,7 +341,8 @@ def cuda_forward_backward() -> None:
     from executorch.extension.training import (
         _load_for_executorch_for_training_from_buffer,
     )
-    from models import training_buffer
+
+    from .models import training_buffer
 
     buffer, (x, y) = training_buffer()
     module = _load_for_executorch_for_training_from_buffer(buffer)

@@ -8,7 +8,7 @@
 and its tests that did not pass, with pytest's reason, each note naming the runs where it holds.
 Run by noxfile.py in the session's virtualenv, which has junitparser and tabulate:
 
-    python test/support/compat_record.py RELEASE TORCH FLATC SELF_CHECK_OUTPUT JUNIT
+    python -m test.support.compat_record RELEASE TORCH FLATC SELF_CHECK_OUTPUT JUNIT
 """
 
 import re
@@ -16,9 +16,10 @@ import sys
 from datetime import date
 from pathlib import Path
 
-from junit import counts, read
 from packaging.version import Version
 from tabulate import tabulate
+
+from .junit import counts, read
 
 RESULTS = Path(__file__).resolve().parents[2] / "records" / "compat" / "RESULTS.md"
 HEADERS = ["executorch", "torch", "flatc", "sites guarded", "self-check"]

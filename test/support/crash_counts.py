@@ -5,7 +5,7 @@
 # LICENSE file in the root directory of this source tree.
 
 """How often a child of children.py ends each way, guard off and on, each run in a fresh
-interpreter, for the GPU record: `python test/support/crash_counts.py CHILD RUNS [DIR]`.
+interpreter, for the GPU record: `python -m test.support.crash_counts CHILD RUNS [DIR]`.
 With DIR, a third column runs the guard from DIR/executorch_device_guard (another commit's
 exir/, laid out as the package), which the installed startup line then imports."""
 
@@ -17,18 +17,20 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from executorch_device_guard import ENV_VAR
-from side_by_side import ending
 
-HERE = Path(__file__).resolve().parent
+from . import children
+from .side_by_side import ending
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def run(child: str, guard: bool, package: str | None) -> str:
     env = {**os.environ, ENV_VAR: "1" if guard else "0"}
     if package is not None:
-        env["PYTHONPATH"] = os.pathsep.join((package, str(HERE)))
+        env["PYTHONPATH"] = os.pathsep.join((package, str(REPO)))
     done = subprocess.run(
-        [sys.executable, "-m", "children", child],
-        cwd=HERE,
+        [sys.executable, "-m", children.__name__, child],
+        cwd=REPO,
         env=env,
         capture_output=True,
         text=True,

@@ -16,6 +16,7 @@ from typing import Any
 
 def pytest_configure() -> None:
     import executorch.exir  # noqa: F401  # before the wrappers, whose import would patch it
+
     import executorch_device_guard as guard
 
     def passthrough(original: Any, *args: Any, **kwargs: Any) -> Any:

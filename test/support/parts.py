@@ -13,11 +13,13 @@ import functools
 import importlib
 from importlib.metadata import version
 
-import children
 import torch
+
 from executorch_device_guard import _release
 from executorch_device_guard._site_table import CUSTOM_OPS
-from models import llm_inputs
+
+from . import children
+from .models import llm_inputs
 
 PARTS = ("runtime", "custom ops", "llm runner", "training")
 

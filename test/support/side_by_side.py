@@ -5,7 +5,7 @@
 # LICENSE file in the root directory of this source tree.
 
 """How each of test_cuda.py's crashing cases ends with the guard off and with it on, each in a
-fresh interpreter, as a table for the GPU record: `python test/support/side_by_side.py`.
+fresh interpreter, as a table for the GPU record: `python -m test.support.side_by_side`.
 
 A case ends in a signal, in the exception it raised, or in exit status 0. test_cuda.py
 asserts these outcomes; this prints them, so that the record shows what each site does today
@@ -17,10 +17,11 @@ import signal
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-import children
 import torch
-from parts import not_here
 from tabulate import tabulate
+
+from . import children
+from .parts import not_here
 
 # (part of ExecuTorch that the case needs, or None; child; its arguments)
 CASES: tuple[tuple[str | None, str, tuple[str, ...]], ...] = (

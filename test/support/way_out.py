@@ -7,13 +7,13 @@
 """Programs exported on a GPU, as users meet them: what lowering them says, and the way out that
 the errors name, measured.
 
-    python test/support/way_out.py errors      # on a GPU machine: each attention model,
+    python -m test.support.way_out errors      # on a GPU machine: each attention model,
                                                # exported on cuda:0 and not moved, lowered
                                                # both ways, both configs
-    python test/support/way_out.py export DIR  # on a GPU machine: moved with
+    python -m test.support.way_out export DIR  # on a GPU machine: moved with
                                                # move_to_device_pass, lowered to the portable
                                                # path and to XNNPACK, DIR/*.pte saved
-    python test/support/way_out.py run DIR     # where executorch.runtime runs: outputs vs
+    python -m test.support.way_out run DIR     # where executorch.runtime runs: outputs vs
                                                # the CPU model
 
 export and run are apart because executorch.runtime may not run where the GPU is (its torch may be
