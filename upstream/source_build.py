@@ -60,10 +60,20 @@ TEST_FILES = (
     "extension/training/pybindings/test/test.py",
     "extension/llm/custom_ops/test_update_cache.py",
 )
-# method_meta_test is Buck's only: the base's CMake leaves it commented out (T191569140).
-METHOD_META_TEST = """
-et_cxx_test(method_meta_test SOURCES method_meta_test.cpp EXTRA_LIBS extension_data_loader)
-"""
+# What the base's CMake lacks for these targets, appended to its files (path, text).
+# method_meta_test is Buck's only: CMake leaves it commented out (T191569140). portable_lib
+# calls extension_threadpool (`_unsafe_reset_threadpool`) but links it only through the
+# optimized kernels or XNNPACK: with both off, _C.so has an undefined symbol at import.
+OVERLAYS = (
+    (
+        "runtime/executor/test/CMakeLists.txt",
+        "et_cxx_test(method_meta_test SOURCES method_meta_test.cpp EXTRA_LIBS extension_data_loader)\n",
+    ),
+    (
+        "CMakeLists.txt",
+        "if(TARGET portable_lib)\n  target_link_libraries(portable_lib PRIVATE extension_threadpool)\nendif()\n",
+    ),
+)
 # ExecuTorch's options, by build folder. runtime: the runtime, its tests, portable_lib and the
 # training bindings; llm: the LLM custom ops' AOT library, which needs the optimized kernels'
 # BLAS and which portable_lib would otherwise link. What neither needs (XNNPACK, the
@@ -149,15 +159,18 @@ def source(repos: str, src: Path) -> None:
         print(
             f"executorch {BASE[:10]}; left out (blobs missing): {', '.join(left_out)}"
         )
-        with open(src / "runtime/executor/test/CMakeLists.txt", "a") as cmake:
-            cmake.write(METHOD_META_TEST)
-        print("enabled method_meta_test in runtime/executor/test/CMakeLists.txt")
         run("git", "init", "-q", cwd=src)
     pins = run(
         "git", "--git-dir", git_dir, "ls-tree", BASE, *(p for p, _ in SUBMODULES)
     )
     pinned = {line.split("\t")[1]: line.split()[2] for line in pins.splitlines()}
     added = []
+    for path, text in OVERLAYS:
+        if text not in (src / path).read_text():
+            with open(src / path, "a") as cmake:
+                cmake.write(text)
+            added.append(path)
+            print(f"{path}: appended {text!r}")
     for path, repo in SUBMODULES:
         if (src / path).exists() and any((src / path).iterdir()):
             continue
@@ -177,7 +190,15 @@ def source(repos: str, src: Path) -> None:
     if added:
         run("git", "add", "-A", "-f", *added, cwd=src)
         identity = ("-c", "user.name=build", "-c", "user.email=build@localhost")
-        run("git", *identity, "commit", "-q", "-m", "base and submodules", cwd=src)
+        run(
+            "git",
+            *identity,
+            "commit",
+            "-q",
+            "-m",
+            "base, submodules, overlays",
+            cwd=src,
+        )
 
 
 def configure(src: Path, build: Path, options: dict[str, str]) -> None:
