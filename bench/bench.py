@@ -17,8 +17,11 @@ at interpreter start, and the figure that matters, the guard's own time, is mete
 each guarded child, which pyperf does not report. Whole-run ratios cannot show 1% on a
 shared machine; the guard's own time, metered in each guarded run, can.
 
-`Method.execute` of a small program (executorch.runtime) is timed per call over CALLS calls of
-host inputs, the path every run takes; `python bench/bench.py execute` measures only that.
+`Method.execute` (executorch.runtime) of programs that add 2 and 16 host tensors, the path every
+run takes, is timed per call in this one process: a Method loaded with the guard on next to one
+loaded with it off (each guarded Method gets its own checked execute), in ROUNDS rounds of BATCH
+calls each, the sides in turn, with the ways of checking that were weighed beside them.
+`python bench/bench.py execute` measures only that.
 
 `to_executorch()` and XNNPACK's lowering run at each of SIZES constants. An XNNPACK lowering
 of 2,500 layers takes minutes on 2 cores, so its sizes run XNNPACK_PAIRS pairs: the guard's
@@ -41,8 +44,13 @@ SIZES = (250, 1000, 2500)  # constants: buffers of 16 floats, or Linear(16, 16) 
 STARTS = 15  # interpreter starts
 PAIRS = 3  # guarded and unguarded runs per measurement
 XNNPACK_PAIRS = 1
-CALLS = 20_000  # Method.execute calls per child, after as many again to warm up
+ROUNDS, BATCH = (
+    1000,
+    100,
+)  # Method.execute: rounds of the sides in turn, calls a side a round
 HEADERS = ("measurement", "guarded", "unguarded", "ratio", "spread", "goal", "met")
+EXECUTE_HEADERS = ("measurement", "median", "unguarded", "more", "spread of more")
+EXECUTE_HEADERS += ("more, fastest rounds", "goal", "met")
 
 
 def child(args: list[str], guard: bool) -> "subprocess.CompletedProcess[str]":
@@ -140,36 +148,6 @@ def xnnpack_child(meter: Meter, size: int) -> float:
     return time.perf_counter() - start
 
 
-def execute_child(meter: Meter) -> float:
-    """One `Method.execute` call's wall time, of x + y on two 2x4 host tensors: the guard's
-    check of each input, on the path of every call. The meter's clock reads would be a large
-    part of a call, so the guard's own time is metered in calls after the timed ones."""
-    import torch
-    from executorch.exir import to_edge_transform_and_lower
-    from executorch.runtime import Runtime
-
-    class Add(torch.nn.Module):
-        def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-            return x + y
-
-    inputs = [torch.randn(2, 4), torch.randn(2, 4)]
-    exported = torch.export.export(Add(), tuple(inputs))
-    buffer = to_edge_transform_and_lower(exported).to_executorch().buffer
-    program = Runtime.get().load_program(buffer)
-    method = program.load_method("forward")
-    for _ in range(CALLS):
-        method.execute(inputs)
-    start = time.perf_counter()
-    for _ in range(CALLS):
-        method.execute(inputs)
-    wall = (time.perf_counter() - start) / CALLS
-    meter_sites(meter)  # the guard keeps the loaded method's program across this
-    for _ in range(CALLS):
-        method.execute(inputs)
-    meter.seconds /= CALLS
-    return wall
-
-
 def import_child(meter: Meter) -> float:
     """The first `import executorch.exir`, the guard's finder and patching metered."""
     _hook._Finder.find_spec = meter.add(_hook._Finder.find_spec)  # type: ignore[method-assign]
@@ -221,35 +199,141 @@ class Paired:
         ]
 
 
-def execute_rows(paired: Paired) -> list[list[str]]:
-    """Per call, in microseconds, the guard's own time as a share of the unmetered guarded
-    wall; no goal: a call of a small program is mostly overhead."""
-    walls = [
-        f"{median(r['wall'] for r in side) * 1e6:.2f} us"
-        for side in (paired.on, paired.off)
-    ]
-    own = median(run["guard"] for run in paired.on)
-    spread = f"{paired.ratios[0] - 1:+.1%} .. {paired.ratios[-1] - 1:+.1%}"
-    shares = f"+{paired.shares[0]:.1%} .. +{paired.shares[-1]:.1%}"
-    name = "`Method.execute`, 2 host inputs, per call"
-    return [
-        [f"{name}, wall", *walls, f"{median(paired.ratios):.3f}", spread, "-", "-"],
-        [f"{name}, time in the guard's own code", f"{own * 1e6:.2f} us"]
-        + ["-", "-", shares, "-", "-"],
-    ]
+def execute_options(method: Any, original: Callable[..., Any]) -> dict[str, Any]:
+    """The ways of checking a call's inputs that were weighed, each as an execute of `method`
+    (loaded unguarded): _patch's wrapping of Method.execute (two Python calls a call) with
+    f8934a6's storage test of each input, or with this code's is_cpu test; and this code's
+    checked execute calling ExecuTorch's Method.execute (one more call) instead of the
+    bindings."""
+    import types
+
+    import torch
+    from executorch_device_guard import _runtime_sites
+
+    def storage_test(original: Any, self: Any, inputs: Any) -> Any:
+        for value in inputs:
+            if type(value) is torch.Tensor and value.layout == torch.strided:
+                if value.untyped_storage().device.type != "cpu":
+                    break
+        return original(self, inputs)
+
+    def is_cpu_test(original: Any, self: Any, inputs: Any) -> Any:
+        for value in inputs:
+            if not value.is_cpu:
+                break
+        return original(self, inputs)
+
+    def wrapped(around: Any) -> Any:
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            return around(original, *args, **kwargs)
+
+        return types.MethodType(guarded, method)
+
+    bound = types.MethodType(original, method)
+    return {
+        "wrapper of Method.execute, storage test (f8934a6)": wrapped(storage_test),
+        "wrapper of Method.execute, is_cpu test": wrapped(is_cpu_test),
+        "checked execute calling Method.execute": _runtime_sites._checked(
+            bound, "forward", frozenset()
+        ),
+    }
 
 
-def print_table(rows: list[list[str]], started: float) -> None:
+def execute_rows() -> list[list[str]]:
+    """Per call, in microseconds: each side's median, and the median of its difference from the
+    unguarded call of the same round, with the middle half and the whole range of those
+    differences, and the difference of the sides' fastest rounds (the least disturbed on a
+    shared machine); and the cost of each further input, from 2 to 16, by the medians."""
+    import os
+
+    import torch
+    from executorch.exir import to_edge_transform_and_lower
+    from executorch.runtime import Method, Runtime
+
+    class AddAll(torch.nn.Module):
+        """The sum of its inputs: a call that does almost nothing but take them."""
+
+        def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+            total = inputs[0]
+            for value in inputs[1:]:
+                total = total + value
+            return total
+
+    load = os.getloadavg()
+    rows, costs = [], {}
+    for count in (2, 16):
+        inputs = [torch.randn(2, 4) for _ in range(count)]
+        program = torch.export.export(AddAll(), tuple(inputs))
+        buffer = to_edge_transform_and_lower(program).to_executorch().buffer
+        programs = []  # a Method reads its program's bytes: they must outlive it
+        sides: dict[str, Callable[..., Any]] = {}
+        for guard in (False, True):
+            install() if guard else uninstall()
+            programs.append(Runtime.get().load_program(buffer))
+            sides["guard on" if guard else "guard off"] = (
+                programs[-1].load_method("forward").execute
+            )
+        uninstall()
+        programs.append(Runtime.get().load_program(buffer))
+        sides.update(
+            execute_options(programs[-1].load_method("forward"), Method.execute)
+        )
+        install()
+        times: dict[str, list[float]] = {side: [] for side in sides}
+        for round in range(ROUNDS):
+            names = list(sides)
+            names = names[round % len(names) :] + names[: round % len(names)]
+            for name in names:
+                execute = sides[name]
+                start = time.perf_counter()
+                for _ in range(BATCH):
+                    execute(inputs)
+                times[name].append((time.perf_counter() - start) / BATCH * 1e6)
+        off = times["guard off"]
+        for name, measured in times.items():
+            more = sorted(a - b for a, b in zip(measured, off))
+            quarter, three = more[len(more) // 4], more[3 * len(more) // 4]
+            costs[count, name] = median(more)
+            goal = "-" if count != 2 or name == "guard off" else "<= +0.3 us"
+            met = "-" if goal == "-" else "yes" if median(more) <= 0.3 else "no"
+            rows.append(
+                [
+                    f"`Method.execute`, {count} host inputs, {name}",
+                    f"{median(measured):.2f} us",
+                    f"{median(off):.2f} us",
+                    f"{median(more):+.3f} us",
+                    f"{quarter:+.3f} .. {three:+.3f} us (all {more[0]:+.3f} .. {more[-1]:+.3f})",
+                    f"{min(measured) - min(off):+.3f} us",
+                    goal,
+                    met,
+                ]
+            )
+    for name in [n for (count, n) in costs if count == 2 and n != "guard off"]:
+        each = (costs[16, name] - costs[2, name]) / 14
+        rows.append(
+            [f"`Method.execute`, {name}, each further input", f"{each:+.3f} us"]
+            + ["-", "-", "-", "-", "<= +0.03 us", "yes" if each <= 0.03 else "no"]
+        )
+    rows.append(
+        [
+            f"load average (1, 5, 15 min) at start: {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}"
+        ]
+        + ["-"] * 7
+    )
+    return rows
+
+
+def print_table(
+    rows: list[list[str]], footer: str, headers: tuple[str, ...] = HEADERS
+) -> None:
     from importlib.metadata import version
 
     names = ("torch", "executorch", "executorch-device-guard")
     versions = ", ".join(f"{name} {version(name)}" for name in names)
     print(f"\n{os.cpu_count()} cores, Python {sys.version.split()[0]}, {versions}\n")
-    for row in [HEADERS, ["-" * len(h) for h in HEADERS], *rows]:
+    for row in [headers, ["-" * len(h) for h in headers], *rows]:
         print("| " + " | ".join(row) + " |")
-    print(
-        f"\n{PAIRS} pairs ({XNNPACK_PAIRS} for XNNPACK), {time.perf_counter() - started:.0f} s"
-    )
+    print(f"\n{footer}")
 
 
 def start_rows() -> list[list[str]]:
@@ -296,20 +380,22 @@ def main() -> None:
             wall = to_executorch_child(meter, int(sys.argv[3]))
         elif sys.argv[2:3] == ["xnnpack"]:
             wall = xnnpack_child(meter, int(sys.argv[3]))
-        elif sys.argv[2:3] == ["execute"]:
-            wall = execute_child(meter)
         else:
             wall = import_child(meter)
         patched = len(status().patched)
         print(json.dumps({"wall": wall, "guard": meter.seconds, "patched": patched}))
         return
     started = time.perf_counter()
+    rounds = f"{ROUNDS} rounds of {BATCH} calls a side"
     if sys.argv[1:2] == ["execute"]:
-        print_table(execute_rows(Paired(["execute"], PAIRS)), started)
+        execute = execute_rows()
+        print_table(
+            execute, f"{rounds}, {time.perf_counter() - started:.0f} s", EXECUTE_HEADERS
+        )
         return
     rows = start_rows()
     rows += Paired([], PAIRS).rows("first `import executorch.exir`")
-    rows += execute_rows(Paired(["execute"], PAIRS))
+    execute = execute_rows()
     for kind, title, pairs in (
         ("to_executorch", "to_executorch()", PAIRS),
         ("xnnpack", "XNNPACK lowering + to_executorch()", XNNPACK_PAIRS),
@@ -321,7 +407,9 @@ def main() -> None:
             measured.append(paired)
             print(f"{title}, {size} constants: {time.perf_counter() - started:.0f} s")
         rows.append(scaling_row(title, measured))
-    print_table(rows, started)
+    took = f"{time.perf_counter() - started:.0f} s"
+    print_table(rows, f"{PAIRS} pairs ({XNNPACK_PAIRS} for XNNPACK), {took}")
+    print_table(execute, rounds, EXECUTE_HEADERS)
 
 
 if __name__ == "__main__":

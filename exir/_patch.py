@@ -36,7 +36,7 @@ class Site(NamedTuple):
 class Operator(NamedTuple):
     """An operator of ExecuTorch's C++ custom ops library registered for every device
     (CompositeExplicitAutograd) with a kernel that reads host memory: on a device tensor it dies
-    of SIGSEGV. Importing `module` loads the library, and _sites.device_kernels then refuses
+    of SIGSEGV. Importing `module` loads the library, and _llm_sites.device_kernels then refuses
     device tensors for it; where ExecuTorch registers it for CPU alone, as the follow-up does,
     the site is skipped without a warning."""
 
@@ -100,7 +100,6 @@ SITES: tuple[Site | Operator, ...] = (
     Site("executorch.exir.passes", "ToOutVarPass.call", "out_variants", "1.0.0"),
     Site("executorch.runtime", "Runtime.load_program", "runtime_program", "1.0.0"),
     Site("executorch.runtime", "Program.load_method", "runtime_method", "1.0.0"),
-    Site("executorch.runtime", "Method.execute", "runtime_inputs", "1.0.0"),
     Operator(CUSTOM_OPS, "llama::sdpa_with_kv_cache", "1.0.0"),
     Operator(CUSTOM_OPS, "llama::custom_sdpa", "1.0.0"),
     Operator(CUSTOM_OPS, "llama::custom_quantized_sdpa", "1.0.0"),
@@ -111,6 +110,26 @@ SITES: tuple[Site | Operator, ...] = (
     Operator(CUSTOM_OPS, "llama::gated_delta_rule", "1.5.0"),
     Operator(CUSTOM_OPS, "llama::quantized_moe_ffn", "1.5.0"),
     Operator(CUSTOM_OPS, "preprocess::tile_crop", "1.0.0"),
+    # The bindings where they are defined, and again where a package re-exports them: a name
+    # bound there before the guard was installed holds the unguarded function.
+    Site(
+        "executorch.extension.llm.runner._llm_runner",
+        "make_image_input",
+        "llm_image_input",
+        "1.1.0",
+    ),
+    Site(
+        "executorch.extension.llm.runner._llm_runner",
+        "make_audio_input",
+        "llm_audio_input",
+        "1.1.0",
+    ),
+    Site(
+        "executorch.extension.llm.runner._llm_runner",
+        "make_raw_audio_input",
+        "llm_audio_input",
+        "1.1.0",
+    ),
     Site(
         "executorch.extension.llm.runner",
         "make_image_input",
@@ -130,7 +149,7 @@ SITES: tuple[Site | Operator, ...] = (
         "1.1.0",
     ),
     Site(
-        "executorch.extension.training",
+        "executorch.extension.training.pybindings._training_lib",
         "get_sgd_optimizer",
         "sgd_parameters",
         "1.0.0",
@@ -139,6 +158,42 @@ SITES: tuple[Site | Operator, ...] = (
         "executorch.extension.training.pybindings._training_lib",
         "ExecuTorchSGD.step",
         "sgd_gradients",
+        "1.0.0",
+    ),
+    Site(
+        "executorch.extension.training.pybindings._training_module",
+        "_load_for_executorch_for_training",
+        "training_program",
+        "1.0.0",
+    ),
+    Site(
+        "executorch.extension.training.pybindings._training_module",
+        "_load_for_executorch_for_training_from_buffer",
+        "training_buffer",
+        "1.0.0",
+    ),
+    Site(
+        "executorch.extension.training.pybindings._training_module",
+        "TrainingModule.forward_backward",
+        "training_inputs",
+        "1.0.0",
+    ),
+    Site(
+        "executorch.extension.training",
+        "get_sgd_optimizer",
+        "sgd_parameters",
+        "1.0.0",
+    ),
+    Site(
+        "executorch.extension.training",
+        "_load_for_executorch_for_training",
+        "training_program",
+        "1.0.0",
+    ),
+    Site(
+        "executorch.extension.training",
+        "_load_for_executorch_for_training_from_buffer",
+        "training_buffer",
         "1.0.0",
     ),
 )
@@ -227,9 +282,12 @@ def _patch(name: str, module: ModuleType, site: Site) -> None:
     if attr not in vars(owner):
         raise AttributeError(f"{site.qualname} is not defined in {module.__name__}")
     original = vars(owner)[attr]
-    patched = PATCHED.get(name)
-    if isinstance(patched, Patched) and patched.guarded is original:  # install() again
-        return
+    for patched in PATCHED.values():
+        # install() again, or a name that a module bound to another site's guarded function
+        # (`from ._llm_runner import make_image_input`): already guarded, restored with the rest.
+        if isinstance(patched, Patched) and patched.guarded is original:
+            PATCHED[name] = Patched(owner, attr, patched.original, original)
+            return
     around = wrapper(site)
     expected = _positional_names(around)[1:]
     found = _positional_names(original)[: len(expected)]
@@ -247,9 +305,9 @@ def _patch(name: str, module: ModuleType, site: Site) -> None:
 def _register(name: str, site: Operator) -> None:
     if name in PATCHED:  # install() again, or a reload: the kernels outlive the module
         return
-    from . import _sites
+    from . import _llm_sites
 
-    library = _sites.device_kernels(site.qualname)
+    library = _llm_sites.device_kernels(site.qualname)
     if library is None:
         SKIPPED[name] = (
             "registered for CPU only: ExecuTorch refuses other devices itself"

@@ -4,7 +4,8 @@
 # This source code is licensed under the BSD-style license found in the
 # LICENSE file in the root directory of this source tree.
 
-"""Which inputs of a method the runtime reads in host memory, read from its program.
+"""Which inputs each method of a program reads in host memory, read from the program that
+ExecuTorch loaded, once, when it loads it.
 
 The runtime reads an input in the memory that the program gives it: the device of its
 ExtraTensorInfo (programs before executorch 1.3.0 have none: host memory). Before 1.4.0 no
@@ -18,8 +19,7 @@ own reader, deserialize_pte_binary, converts the whole program to JSON with the 
 a subprocess, and its generated classes came in 1.2.0.
 """
 
-import functools
-import mmap
+import os
 from collections.abc import Iterator
 
 from flatbuffers import encode, number_types, packer
@@ -27,7 +27,8 @@ from flatbuffers.table import Table
 
 from ._patch import _release_before
 
-Source = str | bytes  # a .pte file's absolute path, or its bytes
+# A method's name -> the indices of the tensor inputs that it reads in host memory.
+Plans = dict[str, frozenset[int]]
 
 # Field slots (4 + 2 * the field's index in its table) and enum values of schema/program.fbs.
 EXECUTION_PLAN = 6  # Program
@@ -39,35 +40,40 @@ DEVICE_TYPE = 10  # ExtraTensorInfo
 TENSOR, CPU = 5, 0  # KernelTypes.Tensor, DeviceType.CPU
 CUDA_BACKEND = "CudaBackend"
 CUDA_BACKEND_TAKES_DEVICE_INPUTS = _release_before("1.4.0")
+# The .pte extended header (exir/_serialize/_program.py, _ExtendedHeader) after the
+# flatbuffer's root offset and file identifier: magic, length, then the flatbuffer's size.
+HEADER_AT, HEADER_MAGIC, HEADER_END = 8, b"eh00", 24
 
 
-class InputPlan:
-    """A loaded method's program and name; which inputs it reads on the host is read once, on
-    the first device tensor."""
+def read_program(path: str | os.PathLike[str]) -> bytes:
+    """The flatbuffer of the .pte file at `path`, without the segments that follow it (the
+    constants, the delegates' blobs): what the plans are read from, read once, when ExecuTorch
+    loads the file, so that the file may change or go afterwards."""
+    with open(path, "rb") as file:
+        head = file.read(HEADER_END)
+        if head[HEADER_AT : HEADER_AT + 4] != HEADER_MAGIC:
+            return head + file.read()
+        size = int.from_bytes(head[HEADER_AT + 8 : HEADER_END], "little")
+        return head + file.read(max(size - len(head), 0))
 
-    def __init__(self, source: Source, method: str) -> None:
-        self.source, self.method = source, method
 
-    @functools.cached_property
-    def host_inputs(self) -> frozenset[int]:
-        if isinstance(self.source, bytes):
-            return host_inputs(self.source, self.method)
-        try:
-            with open(self.source, "rb") as file:
-                with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                    return host_inputs(data, self.method)
-        # The file is gone since it was loaded: ExecuTorch's to run as it is.
-        except OSError:
-            return frozenset()
+def _vector(table: Table, slot: int) -> tuple[int, int]:
+    """The start and length of the vector field at `slot` (0, 0 where it is absent). A length
+    that the buffer cannot hold raises: a corrupted program is not read past its end."""
+    offset = table.Offset(slot)
+    if not offset:
+        return 0, 0
+    start, length = table.Vector(offset), table.VectorLen(offset)
+    if start + 4 * length > len(table.Bytes):
+        raise ValueError("a vector runs past the program's end")
+    return start, length
 
 
 def _tables(table: Table, slot: int) -> Iterator[Table]:
     """The tables of the vector field at `slot`; none where the field is absent."""
-    offset = table.Offset(slot)
-    if offset:
-        start = table.Vector(offset)
-        for i in range(table.VectorLen(offset)):
-            yield Table(table.Bytes, table.Indirect(start + 4 * i))
+    start, length = _vector(table, slot)
+    for i in range(length):
+        yield Table(table.Bytes, table.Indirect(start + 4 * i))
 
 
 def _table(table: Table, slot: int) -> Table | None:
@@ -80,37 +86,39 @@ def _string(table: Table, slot: int) -> str:
     return bytes(table.String(table.Pos + offset)).decode() if offset else ""
 
 
-def host_inputs(data: bytes | mmap.mmap, method: str) -> frozenset[int]:
-    """The indices of the tensor inputs that `method` of the program `data` reads in host
-    memory; none for a method that it lacks."""
+def _host_inputs(plan: Table) -> frozenset[int]:
+    """The indices of the tensor inputs that the execution plan `plan` reads in host memory."""
+    if CUDA_BACKEND_TAKES_DEVICE_INPUTS and any(
+        _string(d, DELEGATE_ID) == CUDA_BACKEND for d in _tables(plan, DELEGATES)
+    ):
+        return frozenset()
+    values, _ = _vector(plan, VALUES)
+    inputs, count = _vector(plan, INPUTS)
+    found = set()
+    for i in range(count):
+        value_index = plan.Get(number_types.Int32Flags, inputs + 4 * i)
+        value = Table(plan.Bytes, plan.Indirect(values + 4 * value_index))
+        kind = value.Offset(VAL_TYPE)
+        if not kind or value.Get(number_types.Uint8Flags, value.Pos + kind) != TENSOR:
+            continue
+        tensor = _table(value, VAL)
+        info = _table(tensor, EXTRA_TENSOR_INFO) if tensor else None
+        if (
+            info is None
+            or not (device := info.Offset(DEVICE_TYPE))
+            or info.Get(number_types.Int8Flags, info.Pos + device) == CPU
+        ):
+            found.add(i)
+    return frozenset(found)
+
+
+def input_plans(data: bytes) -> Plans:
+    """Each method of the program `data` by name, with the inputs it reads in host memory.
+    Raises whatever a program it cannot read makes the flatbuffer reader raise (struct.error,
+    UnicodeDecodeError, IndexError, ValueError...): the caller decides what that means."""
     buffer = memoryview(data)
     program = Table(buffer, encode.Get(packer.uoffset, buffer, 0))
-    for plan in _tables(program, EXECUTION_PLAN):
-        if _string(plan, NAME) != method:
-            continue
-        if CUDA_BACKEND_TAKES_DEVICE_INPUTS and any(
-            _string(d, DELEGATE_ID) == CUDA_BACKEND for d in _tables(plan, DELEGATES)
-        ):
-            return frozenset()
-        values = plan.Vector(plan.Offset(VALUES))
-        inputs = plan.Offset(INPUTS)
-        found = set()
-        for i in range(plan.VectorLen(inputs) if inputs else 0):
-            value_index = plan.Get(number_types.Int32Flags, plan.Vector(inputs) + 4 * i)
-            value = Table(buffer, plan.Indirect(values + 4 * value_index))
-            kind = value.Offset(VAL_TYPE)
-            if (
-                not kind
-                or value.Get(number_types.Uint8Flags, value.Pos + kind) != TENSOR
-            ):
-                continue
-            tensor = _table(value, VAL)
-            info = _table(tensor, EXTRA_TENSOR_INFO) if tensor else None
-            if (
-                info is None
-                or not (device := info.Offset(DEVICE_TYPE))
-                or info.Get(number_types.Int8Flags, info.Pos + device) == CPU
-            ):
-                found.add(i)
-        return frozenset(found)
-    return frozenset()
+    return {
+        _string(plan, NAME): _host_inputs(plan)
+        for plan in _tables(program, EXECUTION_PLAN)
+    }

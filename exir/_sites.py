@@ -5,8 +5,10 @@
 # LICENSE file in the root directory of this source tree.
 
 """The wrappers that _patch puts, one for each row of _patch.SITES, around ExecuTorch's host reads
-of tensor bytes, and around the three places where lowering a program exported on a device fails
-before the emitter; and the kernels that refuse device tensors for the operator sites.
+of tensor bytes when it exports a program, and around the three places where lowering a program
+exported on a device fails before the emitter; and WRAPPERS, every wrapper by name, those of
+running a program (_runtime_sites), of the LLM extensions (_llm_sites) and of training
+(_training_sites) among them.
 
 Each takes the original function first, then the leading parameters it relies on, named as in
 ExecuTorch: _patch compares those names with the original's signature before it wraps anything.
@@ -17,12 +19,10 @@ copied to the host. Names are computed only when raising. Imported only once a g
 ExecuTorch module has been imported, so torch is loaded.
 """
 
-import os
 import traceback
-import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from typing import Any, NoReturn
+from typing import Any
 
 import torch
 from torch._export.verifier import SpecViolationError
@@ -30,15 +30,20 @@ from torch._export.verifier import SpecViolationError
 from ._host_read import (
     BUNDLED,
     CONSTANT_METHODS,
-    HOST_TENSORS,
     MOVE_PROGRAM,
-    RUNTIME_INPUT,
     device_note,
     host_read_message,
     what_to_do,
 )
-from ._patch import _release_before
-from ._program_plan import InputPlan, Source
+from ._llm_sites import llm_audio_input, llm_image_input
+from ._runtime_sites import runtime_method, runtime_program
+from ._training_sites import (
+    sgd_gradients,
+    sgd_parameters,
+    training_buffer,
+    training_inputs,
+    training_program,
+)
 
 Original = Callable[..., Any]
 
@@ -52,7 +57,7 @@ def emitter_constant(
     if spec.const:
         device = spec.storage.device
         if device.type != "cpu" and spec.allocated_memory != 0:
-            # Imported here: the LLM runner's sites, also in this module, load no exir.
+            # Imported here: this module loads with the LLM runner's sites, which load no exir.
             from executorch.exir.error import InternalError
 
             method = _constant_method.get()
@@ -219,234 +224,6 @@ def out_variants(original: Original, self: Any, graph_module: Any) -> Any:
         raise
 
 
-# executorch.runtime's programs and methods loaded while the guard was on: where each program's
-# bytes are, and each method's InputPlan. Weak: ExecuTorch's objects live as they would.
-_program_sources: "weakref.WeakKeyDictionary[Any, Source]" = weakref.WeakKeyDictionary()
-_method_plans: "weakref.WeakKeyDictionary[Any, InputPlan]" = weakref.WeakKeyDictionary()
-# From executorch 1.5.0 the bindings refuse an input on a device other than the CPU or CUDA.
-_BINDINGS_REFUSE_OTHER_DEVICES = not _release_before("1.5.0")
-
-
-def runtime_program(
-    original: Original, self: Any, data: Any, *args: Any, **kwargs: Any
-) -> Any:
-    """Keeps where the program's bytes are: its absolute path (the working directory may
-    change before the guard reads it), or the bytes that the Program holds."""
-    program = original(self, data, *args, **kwargs)
-    path = isinstance(data, (str, os.PathLike))
-    _program_sources[program] = os.path.abspath(data) if path else program._data
-    return program
-
-
-def runtime_method(original: Original, self: Any, name: str) -> Any:
-    method = original(self, name)
-    if self in _program_sources and method not in _method_plans:
-        _method_plans[method] = InputPlan(_program_sources[self], name)
-    return method
-
-
-def runtime_inputs(original: Original, self: Any, inputs: Sequence[Any]) -> Any:
-    """The follow-up's check where the bindings convert each input, in their order, up to the
-    first input they refuse themselves: a CUDA tensor for an input that the method reads in host
-    memory. Before 1.5.0 the bindings take a tensor on any device, which the method reads on the
-    host: those raise too. Host inputs, every call's path, cost one device check each."""
-    for value in inputs:
-        if (
-            type(value) is torch.Tensor
-            and value.layout == torch.strided  # sparse tensors have no storage to ask
-            and value.untyped_storage().device.type != "cpu"
-        ):
-            break
-    else:
-        return original(self, inputs)
-    plan = _method_plans.get(self)
-    if plan is None:  # loaded before the guard was on
-        return original(self, inputs)
-    for index, value in enumerate(inputs):
-        if type(value) is not torch.Tensor:  # exactly, as the bindings take it
-            if value is None or isinstance(value, (int, float)):
-                continue
-            break
-        if value.layout != torch.strided:  # the bindings' to refuse
-            break
-        if not value.is_contiguous() and not (
-            value.dim() == 4 and value.is_contiguous(memory_format=torch.channels_last)
-        ):
-            break
-        device = value.untyped_storage().device
-        if device.type == "cpu" or value.numel() == 0:
-            continue
-        if device.type == "cuda":
-            refused = index in plan.host_inputs
-        elif _BINDINGS_REFUSE_OTHER_DEVICES:
-            break
-        else:
-            refused = True
-        if refused:
-            raise RuntimeError(
-                host_read_message(
-                    f"Input {index} of method {plan.method!r}",
-                    value.shape,
-                    value.dtype,
-                    device,
-                    what_to_do(
-                        device, RUNTIME_INPUT if device.type == "cuda" else HOST_TENSORS
-                    ),
-                )
-            )
-    return original(self, inputs)
-
-
-# The dispatch keys of devices whose memory the host does not read; HIP tensors dispatch as CUDA.
-# The follow-up refuses every key but CPU; the guard refuses these, a subset.
-DEVICE_KEYS = ("CUDA", "XPU", "MPS")
-
-
-def device_kernels(qualname: str) -> torch.library.Library | None:
-    """A library that gives each overload of the operator, for each of DEVICE_KEYS without a
-    kernel of its own, one that raises where the follow-up's torch refuses the call: the
-    follow-up registers the host kernels for CPU alone, not for every device. None where
-    ExecuTorch already does so.
-
-    A `.out` overload without a Meta kernel gets a refusal for Meta too, as in the follow-up:
-    ExecuTorch's kernel would run on no data (abort or SIGSEGV). Functional overloads are left
-    alone there: a fake kernel may be registered later, and before torch 2.13 register_fake
-    refuses an operator with a Meta kernel. Of those, only preprocess::tile_crop lacks one in
-    the supported releases (op_tile_crop_aot.py registers it when imported); without it,
-    tile_crop still crashes on meta where the follow-up raises: the one difference.
-
-    Unlike the follow-up, these kernels make _dispatch_has_kernel_for_dispatch_key(overload,
-    "CUDA") true; a real CUDA kernel registered later (in C++, or from Python from torch 2.13)
-    replaces them, with torch's warning. Before torch 2.13, register_fake of a `.out` overload
-    after the guard's Meta refusal is refused; ExecuTorch registers none."""
-    namespace = qualname.split("::")[0]
-    overloads = [
-        name
-        for name in torch._C._dispatch_get_all_op_names()
-        if name == qualname or name.startswith(f"{qualname}.")
-    ]
-    if not overloads:
-        raise LookupError(f"{qualname} is not registered")
-    if all(
-        torch._C._dispatch_has_kernel_for_dispatch_key(overload, "CPU")
-        and not torch._C._dispatch_has_kernel_for_dispatch_key(
-            overload, "CompositeExplicitAutograd"
-        )
-        for overload in overloads
-    ):
-        return None
-    for overload in overloads:
-        if not torch._C._dispatch_has_kernel_for_dispatch_key(
-            overload, "CompositeExplicitAutograd"
-        ):
-            raise LookupError(f"{overload} has no kernel for every device")
-    library = torch.library.Library(namespace, "IMPL")  # type: ignore[no-untyped-call, unused-ignore]
-    for overload in overloads:
-        keys = DEVICE_KEYS + (("Meta",) if overload.endswith(".out") else ())
-        for key in keys:
-            if not torch._C._dispatch_has_kernel_for_dispatch_key(overload, key):
-                library.impl(overload, _refusal(overload, key), key)  # type: ignore[no-untyped-call, unused-ignore]
-    return library
-
-
-def _refusal(overload: str, key: str) -> Callable[..., NoReturn]:
-    """The kernel of `overload` for dispatch key `key`: torch's first sentence where an operator
-    has no kernel for that key (torch 2.13's words), then, on purpose more than torch says, the
-    first tensor off the CPU by its argument's name, its device and what to do."""
-    namespace, name = overload.split("::")
-    packet, _, overload_name = name.partition(".")
-    operator = getattr(getattr(torch.ops, namespace), packet)
-    schema = getattr(operator, overload_name or "default")._schema
-    arguments = [argument.name for argument in schema.arguments]
-
-    def refuse(*args: Any, **kwargs: Any) -> NoReturn:
-        if key == "Meta":
-            message = (
-                f"{overload}: attempted to run this operator with Meta tensors, but there "
-                "was no fake impl or Meta kernel registered."
-            )
-        else:
-            message = (
-                f"Could not run '{overload}' with arguments from the '{key}' backend."
-            )
-        for argument, value in [*zip(arguments, args), *kwargs.items()]:
-            if isinstance(value, torch.Tensor):
-                device = value.untyped_storage().device
-                if device.type != "cpu":
-                    message += " " + host_read_message(
-                        f"Argument {argument!r}",
-                        value.shape,
-                        value.dtype,
-                        device,
-                        what_to_do(device, HOST_TENSORS),
-                    )
-                    break
-        raise NotImplementedError(message)
-
-    return refuse
-
-
-def _check_host_tensor(tensor: torch.Tensor, subject: str, *names: object) -> None:
-    """The follow-ups' check where ExecuTorch's bindings copy a tensor's bytes on the host:
-    their RuntimeError for one elsewhere; an empty one has no bytes to copy. `subject` is a
-    format string of `names`, filled only when raising."""
-    device = tensor.untyped_storage().device
-    if device.type != "cpu" and tensor.numel() != 0:
-        raise RuntimeError(
-            host_read_message(
-                subject.format(*names),
-                tensor.shape,
-                tensor.dtype,
-                device,
-                what_to_do(device, HOST_TENSORS),
-            )
-        )
-
-
-def llm_image_input(original: Original, image_tensor: Any) -> Any:
-    """make_image_input, which copies the image's bytes on the host."""
-    if isinstance(image_tensor, torch.Tensor):
-        _check_host_tensor(
-            image_tensor, "{}'s argument 'image_tensor'", original.__name__
-        )
-    return original(image_tensor)
-
-
-def llm_audio_input(original: Original, audio_tensor: Any) -> Any:
-    """make_audio_input and make_raw_audio_input, which copy the audio's bytes on the host."""
-    if isinstance(audio_tensor, torch.Tensor):
-        _check_host_tensor(
-            audio_tensor, "{}'s argument 'audio_tensor'", original.__name__
-        )
-    return original(audio_tensor)
-
-
-def _check_named_tensors(kind: str, tensors: Any) -> None:
-    """The follow-up's check of the optimizer's tensors, in the dict's order, once the bindings
-    have taken them as names and tensors (anything else keeps their error)."""
-    if isinstance(tensors, dict) and all(
-        isinstance(name, str) and isinstance(tensor, torch.Tensor)
-        for name, tensor in tensors.items()
-    ):
-        for name, tensor in tensors.items():
-            _check_host_tensor(tensor, "{} {!r}", kind, name)
-
-
-def sgd_parameters(
-    original: Original, named_params: Any, *args: Any, **kwargs: Any
-) -> Any:
-    """get_sgd_optimizer, whose optimizer updates its parameters' memory on the host."""
-    _check_named_tensors("Parameter", named_params)
-    return original(named_params, *args, **kwargs)
-
-
-def sgd_gradients(original: Original, self: Any, arg0: Any) -> Any:
-    """ExecuTorchSGD.step, which reads the gradients on the host; arg0 is pybind11's name for
-    its unnamed parameter."""
-    _check_named_tensors("Gradient", arg0)
-    return original(self, arg0)
-
-
 # Each wrapper by its __name__, which _patch.SITES names; test/support/mutant.py replaces one.
 WRAPPERS: dict[str, Original] = {
     function.__name__: function
@@ -462,10 +239,12 @@ WRAPPERS: dict[str, Original] = {
         out_variants,
         runtime_program,
         runtime_method,
-        runtime_inputs,
         llm_image_input,
         llm_audio_input,
         sgd_parameters,
         sgd_gradients,
+        training_program,
+        training_buffer,
+        training_inputs,
     )
 }

@@ -201,3 +201,22 @@ class TestCuda(unittest.TestCase):
                 RuntimeError, rf"^Gradient {shape} {CUDA_TAIL}"
             ):
                 optimizer.step({"w": torch.ones(2, 3).cuda()})
+
+    def test_cuda_forward_backward_fails_unguarded_and_raises_guarded(self) -> None:
+        """Unguarded, the bindings' run_method takes the device input as host memory (1.2.0 on
+        an H100: SIGSEGV in 32 of 32 runs), or the runtime refuses it."""
+        if why := not_here("training"):
+            self.skipTest(why)
+        status, _, stderr = children.run("cuda_forward_backward", guard=False)
+        failed = "Failed to execute method forward" in stderr
+        self.assertTrue(status == SIGSEGV or failed, stderr[-3000:])
+        with (
+            guard_set(True),
+            self.assertRaisesRegex(
+                RuntimeError,
+                r"^Input 0 of method 'forward' \(shape \[3\], dtype torch.float32\) is on "
+                r"cuda:0, not in host memory\. Pass host tensors with \.cpu\(\), or, for a "
+                r"method meant to take device inputs, lower with CudaPartitioner",
+            ),
+        ):
+            children.cuda_forward_backward()

@@ -41,7 +41,7 @@ from executorch.exir import (
 from executorch.exir._serialize._named_data_store import NamedDataStore
 from executorch.exir.backend.utils import DelegateMappingBuilder
 from executorch.exir.error import InternalError
-from executorch_device_guard import _patch, _sites
+from executorch_device_guard import _patch
 from guard import RELEASE, guard_set
 from models import (
     CRASHING_OPS,
@@ -56,9 +56,10 @@ from models import (
     linear,
     llm_inputs,
     stored,
+    training_buffer,
 )
 from parts import not_here
-from simulated_device import simulate_device
+from simulated_device import simulate_device, simulated_is_cpu
 from torch._export.verifier import SpecViolationError
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.export import export
@@ -68,6 +69,23 @@ RUNTIME_UNAVAILABLE = not_here("runtime")
 ON_META = "is on meta, not in host memory. A meta or fake tensor holds no data."
 LLM_RUNNER = not_here("llm runner")
 TRAINING = not_here("training")
+# The dispatch keys of the devices that torch 2.13 knows, whose memory the host does not read,
+# and some of their quantized and sparse tensors' keys.
+DEVICES = (
+    "CUDA",
+    "HIP",
+    "XLA",
+    "MPS",
+    "IPU",
+    "XPU",
+    "HPU",
+    "VE",
+    "Lazy",
+    "MTIA",
+    "MAIA",
+)
+DEVICES += ("PrivateUse1", "PrivateUse2", "PrivateUse3", "QuantizedCUDA", "SparseCUDA")
+DEVICES += ("SparseCsrCUDA", "QuantizedPrivateUse1", "SparsePrivateUse1")
 
 
 @unittest.skipUnless(os.name == "posix", "simulated device memory needs POSIX mmap")
@@ -230,6 +248,9 @@ class TestRuntime(unittest.TestCase):
     """Each test keeps its Program: a Method loaded from bytes reads them where the Program
     holds them, and ExecuTorch frees them with the Program (a crash, guard or not)."""
 
+    def setUp(self) -> None:
+        self.enterContext(simulated_is_cpu())
+
     def load(self, source: Any) -> Any:
         """executorch.runtime's program from `source`, imported here: the runtime of 1.1.0 to
         1.3.1 does not load with torch 2.13, and the other classes do not need it."""
@@ -276,15 +297,62 @@ class TestRuntime(unittest.TestCase):
                     (result,) = method.execute([x, y])
                     self.assertTrue(torch.equal(result, x + y))
 
-    def test_runtime_reads_the_program_only_once_a_device_tensor_comes(self) -> None:
-        program = self.load(host_program(True))
-        method = program.load_method("forward")
-        plan = _sites._method_plans[method]
-        method.execute(self.inputs())
-        self.assertNotIn("host_inputs", vars(plan))  # functools.cached_property's slot
-        with self.assertRaises(RuntimeError):
-            method.execute(self.inputs(1))
-        self.assertEqual(vars(plan)["host_inputs"], {0, 1})
+    def test_runtime_decides_by_the_program_it_loaded_whatever_becomes_of_its_file(
+        self,
+    ) -> None:
+        """The plans are read as ExecuTorch loads the file: deleted or replaced afterwards (by a
+        program that plans its inputs on the device, or by garbage), the guard decides as
+        before. ExecuTorch maps the file, so writing into it after loading crashes ExecuTorch
+        itself, guard or not: replacing is a new file at the path."""
+        host = host_program(True)
+        replacements: dict[str, bytes | None] = {"deleted": None}
+        replacements["garbage"] = bytes(range(256)) * 4
+        if RELEASE >= (1, 4):
+            replacements["device program"] = device_inputs_program()
+        with tempfile.TemporaryDirectory() as tmp:
+            for change, new in replacements.items():
+                for kind in (Path, str):
+                    path = Path(tmp, "add.pte")
+                    path.write_bytes(host)
+                    method = (program := self.load(kind(path))).load_method("forward")
+                    path.unlink()
+                    if new is not None:
+                        Path(tmp, "new.pte").write_bytes(new)
+                        os.replace(Path(tmp, "new.pte"), path)
+                    with self.assertRaisesRegex(
+                        RuntimeError,
+                        f"^Input 1 of method 'forward' .* {ON_CUDA}",
+                        msg=f"{change}, {kind.__name__}",
+                    ):
+                        method.execute(self.inputs(1))
+                    x, y = self.inputs()
+                    (result,) = method.execute([x, y])
+                    self.assertTrue(torch.equal(result, x + y))
+                    del program
+
+    def test_runtime_arguments_of_the_wrong_kind_keep_executorch_s_error(
+        self,
+    ) -> None:
+        x, y = self.inputs()
+        arguments = [torch.tensor(1.0), x, None, {"x": x, "y": y}, "xy", [x, "y"]]
+        arguments += [[x], (x, y, x), [x, None], range(2), iter([x, y])]
+        errors = {}
+        for on in (False, True):
+            with guard_set(on):
+                program = self.load(host_program(True))
+                method = program.load_method("forward")
+                for index, argument in enumerate(arguments):
+                    try:
+                        method.execute(argument)
+                    except Exception as error:  # whichever ExecuTorch raises
+                        # pybind11 names the bindings' method object by its address
+                        text = re.sub(r" at 0x[0-9a-f]+", "", str(error))
+                        errors[on, index] = f"{type(error).__name__}: {text}"
+                    else:
+                        self.fail(f"{argument!r} ran")
+        for index, argument in enumerate(arguments):
+            with self.subTest(argument=type(argument).__name__):
+                self.assertEqual(errors[True, index], errors[False, index])
 
     def test_runtime_inputs_that_the_bindings_refuse_first_keep_their_error(
         self,
@@ -353,7 +421,7 @@ class TestCustomOps(unittest.TestCase):
         self,
     ) -> None:
         for name, argument in CRASHING_OPS.items():
-            for key in _sites.DEVICE_KEYS:
+            for key in DEVICES:
                 arguments = custom_op_arguments(name, "cpu")
                 simulate_device(arguments[0])
                 operator = getattr(torch.ops.llama, name).default
@@ -407,7 +475,7 @@ class TestCustomOps(unittest.TestCase):
                 ]
                 self.assertNotEqual(overloads, [], site.qualname)
                 for overload in overloads:
-                    keys = _sites.DEVICE_KEYS
+                    keys = DEVICES
                     for key in keys + (("Meta",) if overload.endswith(".out") else ()):
                         self.assertTrue(
                             torch._C._dispatch_has_kernel_for_dispatch_key(
@@ -520,6 +588,101 @@ class TestBindings(unittest.TestCase):
                     f"{function}'s argument {argument!r} (shape {list(tensor.shape)}, "
                     f"dtype {tensor.dtype}) {ON_META}",
                 )
+
+    @unittest.skipIf(LLM_RUNNER is not None, str(LLM_RUNNER))
+    def test_llm_runner_inputs_raise_by_every_name_whatever_the_import_order(
+        self,
+    ) -> None:
+        """Where the bindings define them and where the runner's package re-exports them: as
+        imported with the guard on, then with the guard installed after the import (the
+        package's names were bound to the unguarded functions)."""
+        from executorch.extension.llm import runner
+        from executorch.extension.llm.runner import _llm_runner
+
+        for installed_after_import in (False, True):
+            if installed_after_import:
+                with guard_set(False):
+                    pass
+            with guard_set(True):
+                for module in (runner, _llm_runner):
+                    for function, (argument, tensor) in llm_inputs().items():
+                        with self.assertRaisesRegex(
+                            RuntimeError,
+                            f"^{function}'s argument '{argument}' .*{ON_META}$",
+                        ):
+                            getattr(module, function)(tensor.to("meta"))
+
+    @unittest.skipIf(TRAINING is not None, str(TRAINING))
+    def test_sgd_raises_by_every_name_whatever_the_import_order(self) -> None:
+        from executorch.extension import training
+        from executorch.extension.training.pybindings import _training_lib
+
+        meta = torch.ones(2, 3, device="meta")
+        for installed_after_import in (False, True):
+            if installed_after_import:
+                with guard_set(False):
+                    pass
+            with guard_set(True):
+                for module in (training, _training_lib):
+                    with self.assertRaisesRegex(
+                        RuntimeError, f"^Parameter 'w' .*{ON_META}$"
+                    ):
+                        module.get_sgd_optimizer({"w": meta})
+
+    @unittest.skipIf(TRAINING is not None, str(TRAINING))
+    def test_forward_backward_refuses_device_inputs_that_the_program_reads_on_the_host(
+        self,
+    ) -> None:
+        """Loaded from bytes or from a file (deleted after loading), or a TrainingModule built
+        around the bindings' module, whose program the guard has not read: host memory."""
+        from executorch.extension import training
+        from executorch.extension.pybindings.portable_lib import (
+            _load_for_executorch_from_buffer,
+        )
+
+        buffer, (x, y) = training_buffer()
+        with tempfile.TemporaryDirectory() as tmp:
+            (path := Path(tmp, "train.pte")).write_bytes(buffer)
+            modules = {
+                "bytes": training._load_for_executorch_for_training_from_buffer(buffer),
+                "file": training._load_for_executorch_for_training(str(path)),
+                "built": training.TrainingModule(
+                    _load_for_executorch_from_buffer(buffer)
+                ),
+            }
+        message = (
+            f"Input 0 of method 'forward' (shape [3], dtype torch.float32) {ON_CUDA}. "
+            "Pass host tensors with .cpu(), or, for a method meant to take device inputs, "
+            "lower with CudaPartitioner and skip the input copies as "
+            "https://docs.pytorch.org/executorch/main/backends/cuda/cuda-overview.html shows."
+        )
+        for loaded, module in modules.items():
+            with self.assertRaisesRegex(
+                RuntimeError, f"^{re.escape(message)}$", msg=loaded
+            ):
+                module.forward_backward("forward", (simulate_device(x.clone()), y))
+            (loss,) = module.forward_backward("forward", (x, y))
+            self.assertEqual(loss.shape, ())
+
+    @unittest.skipIf(TRAINING is not None, str(TRAINING))
+    def test_forward_backward_of_a_program_it_read_leaves_extra_inputs_to_executorch(
+        self,
+    ) -> None:
+        """A device tensor past the program's inputs: the guard, which read the program,
+        leaves it to ExecuTorch, which refuses the count before it reads any input."""
+        from executorch.extension import training
+
+        buffer, (x, y) = training_buffer()
+        with tempfile.TemporaryDirectory() as tmp:
+            (path := Path(tmp, "train.pte")).write_bytes(buffer)
+            modules = (
+                training._load_for_executorch_for_training_from_buffer(buffer),
+                training._load_for_executorch_for_training(str(path)),
+            )
+        for module in modules:
+            with self.assertRaises(RuntimeError) as raised:
+                module.forward_backward("forward", (x, y, simulate_device(x.clone())))
+            self.assertNotIn("not in host memory", str(raised.exception))
 
     @unittest.skipIf(TRAINING is not None, str(TRAINING))
     def test_sgd_meta_tensors_raise_naming_them(self) -> None:

@@ -5,36 +5,48 @@
 # LICENSE file in the root directory of this source tree.
 
 """Which inputs a method reads in host memory, as the guard reads them from its program
-(exir/_program_plan.py), for each kind of program that decides it."""
+(exir/_program_plan.py), for each kind of program that decides it; and programs that the
+guard cannot read, which run as ExecuTorch alone runs them."""
 
+import json
+import os
+import random
+import re
 import struct
+import tempfile
 import unittest
+from pathlib import Path
+from typing import Any
 
 import torch
 from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
     XnnpackPartitioner,
 )
 from executorch.exir import to_edge_transform_and_lower
-from executorch_device_guard._program_plan import host_inputs
-from guard import RELEASE
-from models import Add, device_inputs_program, host_program
+from executorch_device_guard._program_plan import input_plans, read_program
+from guard import RELEASE, guard_set
+from models import Add, device_inputs_program, host_program, linear
+from parts import not_here
+from simulated_device import simulate_device, simulated_is_cpu
 from torch.export import export
+
+RUNTIME_UNAVAILABLE = not_here("runtime")
 
 
 class TestProgramPlan(unittest.TestCase):
     def test_a_host_program_reads_its_inputs_on_the_host(self) -> None:
         for planned in (True, False):
             with self.subTest(planned=planned):
-                buffer = host_program(planned)
-                self.assertEqual(host_inputs(buffer, "forward"), {0, 1})
-                self.assertEqual(host_inputs(buffer, "backward"), set())
+                self.assertEqual(
+                    input_plans(host_program(planned)), {"forward": {0, 1}}
+                )
 
     @unittest.skipIf(
         RELEASE < (1, 4),
         "before executorch 1.4.0 no program plans a method's inputs on a device",
     )
     def test_inputs_planned_on_the_device_are_not_read_on_the_host(self) -> None:
-        self.assertEqual(host_inputs(device_inputs_program(), "forward"), set())
+        self.assertEqual(input_plans(device_inputs_program()), {"forward": set()})
 
     def test_a_cuda_backend_method_takes_device_inputs_only_before_1_4_0(self) -> None:
         """From 1.4.0 a CUDA method's inputs are planned on the host, as the program says;
@@ -44,10 +56,103 @@ class TestProgramPlan(unittest.TestCase):
             program, partitioner=[XnnpackPartitioner()]
         )
         buffer = lowered.to_executorch().buffer
-        self.assertEqual(host_inputs(buffer, "forward"), {0, 1})
+        self.assertEqual(input_plans(buffer), {"forward": {0, 1}})
         # The delegate's id, a flatbuffer string (length, bytes, NUL), renamed in place.
         at = buffer.index(b"XnnpackBackend")
         cuda = struct.pack("<I", 11) + b"CudaBackend\0\0\0"
         renamed = buffer[: at - 4] + cuda + buffer[at + len("XnnpackBackend") :]
         expected = set() if RELEASE < (1, 4) else {0, 1}
-        self.assertEqual(host_inputs(renamed, "forward"), expected)
+        self.assertEqual(input_plans(renamed), {"forward": expected})
+
+    def test_a_file_is_read_without_its_segments(self) -> None:
+        """A program's constants lie in segments after its flatbuffer, which holds the
+        plans: the guard reads the flatbuffer alone."""
+        edge = to_edge_transform_and_lower(export(linear(), (torch.ones(2, 4),)))
+        buffer = edge.to_executorch().buffer
+        with tempfile.TemporaryDirectory() as tmp:
+            (path := Path(tmp, "linear.pte")).write_bytes(buffer)
+            read = read_program(path)
+        self.assertLess(len(read), len(buffer))
+        self.assertEqual(read, buffer[: len(read)])
+        self.assertEqual(input_plans(read), input_plans(buffer))
+        self.assertEqual(input_plans(read), {"forward": {0}})
+
+
+def corrupted(program: bytes, count: int) -> dict[str, bytes]:
+    """`program` truncated, and with bits flipped (one to three), at seeded places."""
+    rng = random.Random(0)
+    found = {}
+    for _ in range(count // 4):
+        end = rng.randrange(len(program))
+        found[f"truncated to {end}"] = program[:end]
+    while len(found) < count:
+        flipped = bytearray(program)
+        places = [
+            (rng.randrange(len(program)), rng.randrange(8))
+            for _ in range(rng.randint(1, 3))
+        ]
+        for at, bit in places:
+            flipped[at] ^= 1 << bit
+        found[f"bits flipped at {places}"] = bytes(flipped)
+    return found
+
+
+def ending(program: bytes, verification: Any, guard: bool, device: bool) -> str:
+    """How loading `program` and running its forward on x and y (y in simulated device memory
+    where `device`) ends, in a child forked from this process: a signal, the exception it
+    raised (addresses left out), or the result."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        os.close(read)
+        try:
+            with guard_set(guard), simulated_is_cpu():
+                from executorch.runtime import Runtime
+
+                inputs = [torch.ones(2, 4), torch.ones(2, 4)]
+                if device:
+                    simulate_device(inputs[1])
+                try:
+                    loaded = Runtime.get().load_program(
+                        program, verification=verification
+                    )
+                    method = loaded.load_method("forward")
+                    found = f"ran: {method.execute(inputs)}"
+                except Exception as error:  # whichever ExecuTorch raises
+                    text = re.sub(r" at 0x[0-9a-f]+", "", str(error))
+                    found = f"{type(error).__name__}: {text}"
+            os.write(write, json.dumps(found).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        sent = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        return f"signal {os.WTERMSIG(status)}"
+    return json.loads(sent)
+
+
+@unittest.skipUnless(hasattr(os, "fork"), "a corrupted program may crash ExecuTorch")
+@unittest.skipIf(RUNTIME_UNAVAILABLE is not None, str(RUNTIME_UNAVAILABLE))
+class TestUnreadablePrograms(unittest.TestCase):
+    def test_corrupted_programs_run_as_unguarded_and_device_inputs_raise(self) -> None:
+        """Each corrupted program under each Verification level, guard off and on, in forked
+        children (ExecuTorch itself may crash on one): host inputs end as unguarded; a device
+        input is refused with the guard's error, or, where the guard could read the program
+        and it plans that input on the device, ends as unguarded. Nothing of the guard's own
+        reading (struct.error, UnicodeDecodeError, BufferError...) ever escapes."""
+        from executorch.runtime import Verification
+
+        refused = "RuntimeError: Input 1 of method 'forward' (shape [2, 4], dtype "
+        for name, program in corrupted(host_program(True), 32).items():
+            for verification in Verification.__members__.values():
+                with self.subTest(name, verification=verification):
+                    off = ending(program, verification, False, False)
+                    on = ending(program, verification, True, False)
+                    if not off.startswith("signal"):
+                        self.assertEqual(on, off)
+                    off = ending(program, verification, False, True)
+                    on = ending(program, verification, True, True)
+                    if not (off.startswith("signal") or on.startswith(refused)):
+                        self.assertEqual(on, off)

@@ -291,6 +291,19 @@ def cuda_sgd(on_cuda: str) -> None:
     get_sgd_optimizer({"w": parameter}).step({"w": torch.ones(2, 3).cuda()})
 
 
+def cuda_forward_backward() -> None:
+    """A training step of TrainStep's program, loaded from bytes, with its input x on cuda:0."""
+    import torch  # noqa: F401  # first: the training bindings need its libraries loaded
+    from executorch.extension.training import (
+        _load_for_executorch_for_training_from_buffer,
+    )
+    from models import training_buffer
+
+    buffer, (x, y) = training_buffer()
+    module = _load_for_executorch_for_training_from_buffer(buffer)
+    module.forward_backward("forward", (x.cuda(), y))
+
+
 def probe() -> dict[str, bool]:
     """For the series' checks (upstream/): whether the guard wraps the emitter's read of
     constants, and whether that read has the series' check."""
@@ -320,6 +333,7 @@ CHILDREN: dict[str, Callable[..., object | None]] = {
         cuda_llama,
         cuda_llm_input,
         cuda_sgd,
+        cuda_forward_backward,
         probe,
     )
 }

@@ -257,3 +257,15 @@ class TrainStep(torch.nn.Module):
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return self.loss(self.linear(x).softmax(dim=0), y)
+
+
+def training_buffer() -> tuple[bytes, tuple[torch.Tensor, torch.Tensor]]:
+    """TrainStep's program, its forward exported with its backward pass, and host inputs that
+    it takes."""
+    from executorch.exir import to_edge
+    from torch.export.experimental import _export_forward_backward
+
+    torch.manual_seed(0)
+    inputs = (torch.ones(3), torch.tensor([1.0, 0.0, 0.0]))
+    program = export(TrainStep(), inputs, strict=True)
+    return to_edge(_export_forward_backward(program)).to_executorch().buffer, inputs

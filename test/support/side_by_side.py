@@ -41,6 +41,7 @@ CASES: tuple[tuple[str | None, str, tuple[str, ...]], ...] = (
     ("llm runner", "cuda_llm_input", ("make_raw_audio_input",)),
     ("training", "cuda_sgd", ("parameter",)),
     ("training", "cuda_sgd", ("gradient",)),
+    ("training", "cuda_forward_backward", ()),
 )
 
 

@@ -12,9 +12,11 @@ through ctypes crashes as it does on a GPU, while a copy to a host storage, or t
 transfer each on a GPU) or through numpy raises. The mapping needs POSIX mmap.
 """
 
+import contextlib
 import ctypes
 import functools
 import mmap
+from collections.abc import Iterator
 from typing import NoReturn
 
 import torch
@@ -78,3 +80,20 @@ def simulate_device(tensor: torch.Tensor) -> torch.Tensor:
     tensor.numpy = _numpy  # type: ignore[method-assign]
     tensor.cpu = lambda: host  # type: ignore[method-assign]
     return tensor
+
+
+@contextlib.contextmanager
+def simulated_is_cpu() -> Iterator[None]:
+    """Tensor.is_cpu false for a tensor in simulated device memory, for the block, as for a
+    real device tensor: the runtime's check of every call reads is_cpu, which torch takes from
+    the tensor's own device (cpu for these), not from the storage that simulate_device set."""
+    host = torch._C.TensorBase.is_cpu.__get__
+    torch.Tensor.is_cpu = property(  # type: ignore[method-assign, assignment]
+        lambda t: (
+            host(t) and not isinstance(t.untyped_storage(), SimulatedDeviceStorage)
+        )
+    )
+    try:
+        yield
+    finally:
+        del torch.Tensor.is_cpu

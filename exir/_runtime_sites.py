@@ -1,0 +1,195 @@
+# Copyright (c) executorch-device-guard authors.
+# All rights reserved.
+#
+# This source code is licensed under the BSD-style license found in the
+# LICENSE file in the root directory of this source tree.
+
+"""The wrappers of executorch.runtime (_patch.SITES' rows for Runtime.load_program and
+Program.load_method), and the check of a method's inputs that training shares: a tensor in
+device memory for an input that the method reads on the host is refused with 0007's error,
+before the bindings read it as host memory (SIGSEGV).
+
+Which inputs a method reads on the host is read from the program that ExecuTorch loaded,
+once, as it loads it (_program_plan); a program that the guard cannot read runs as
+ExecuTorch alone runs it, but for device inputs, which are refused: host memory is the safe
+assumption. Each Method that a guarded Program loads gets its own execute, which checks the
+inputs and calls the bindings as ExecuTorch's does: a call of host tensors costs one device
+test an input and nothing more (bench/RESULTS.md). Imported once executorch.runtime is, so
+torch is loaded.
+"""
+
+import os
+import types
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from ._host_read import HOST_TENSORS, RUNTIME_INPUT, host_read_message, what_to_do
+from ._patch import _release_before
+from ._program_plan import Plans, input_plans, read_program
+
+Original = Callable[..., Any]
+
+# executorch.runtime's programs loaded while the guard was on, each with its methods' plans;
+# None for a program that the guard cannot read. Weak: ExecuTorch's objects live as they would.
+_program_plans: "weakref.WeakKeyDictionary[Any, Plans | None]" = (
+    weakref.WeakKeyDictionary()
+)
+# From executorch 1.5.0 the bindings refuse an input on a device other than the CPU or CUDA.
+_BINDINGS_REFUSE_OTHER_DEVICES = not _release_before("1.5.0")
+
+
+def plans_of(source: Any) -> Plans | None:
+    """The plans of the program that ExecuTorch loaded from `source`, a path (read now, once)
+    or the bytes that it holds; None where the guard cannot read them, whatever the reading
+    raised: ExecuTorch's own errors are the ones a user gets."""
+    try:
+        if isinstance(source, (str, os.PathLike)):
+            source = read_program(source)
+        return input_plans(source)
+    except Exception:
+        return None
+
+
+def runtime_program(
+    original: Original, self: Any, data: Any, *args: Any, **kwargs: Any
+) -> Any:
+    """Reads the plans of the program that ExecuTorch has just loaded: from the bytes that the
+    Program holds, or from its file, read once now."""
+    program = original(self, data, *args, **kwargs)
+    path = isinstance(data, (str, os.PathLike))
+    _program_plans[program] = plans_of(data if path else program._data)
+    return program
+
+
+def _reference_execute(self: Any, inputs: Sequence[Any]) -> Any:
+    return self._method(inputs)
+
+
+def _calls_bindings(execute: Any) -> bool:
+    """Whether `execute` is ExecuTorch's Method.execute as every release has it: one call of
+    the bindings' method, which the guarded execute then makes itself."""
+    code = getattr(execute, "__code__", None)
+    reference = _reference_execute.__code__
+    return (
+        code is not None
+        and code.co_code == reference.co_code
+        and code.co_names == reference.co_names
+    )
+
+
+def runtime_method(original: Original, self: Any, name: str) -> Any:
+    """Gives the Method, once, an execute that checks its inputs against its plan, unless the
+    plan leaves nothing to refuse."""
+    method = original(self, name)
+    if self in _program_plans and "execute" not in vars(method):
+        plans = _program_plans[self]
+        host_inputs = None if plans is None else plans.get(name)
+        if host_inputs == frozenset() and _BINDINGS_REFUSE_OTHER_DEVICES:
+            return method  # every input planned on a device: nothing to refuse
+        execute = type(method).execute
+        if _calls_bindings(execute):
+            call = method._method
+        else:
+            call = types.MethodType(execute, method)
+        method.execute = _checked(call, name, host_inputs)
+    return method
+
+
+def _checked(
+    call: Callable[[Any], Any], method: str, host_inputs: frozenset[int] | None
+) -> Callable[[Any], Any]:
+    """`call`, the method's execution, after check_inputs; a list or tuple of host tensors,
+    every call's path, passes with one is_cpu test each (a loop: map() and all() cost more,
+    bench/RESULTS.md)."""
+
+    def execute(inputs: Sequence[Any]) -> Any:
+        if inputs.__class__ in (list, tuple):
+            try:
+                for value in inputs:
+                    if not value.is_cpu:
+                        break
+                else:
+                    return call(inputs)
+            except Exception:  # a value that is not a tensor: check_inputs decides
+                pass
+        check_inputs(inputs, method, host_inputs, tensor_alone=True)
+        return call(inputs)
+
+    return execute
+
+
+def check_inputs(
+    inputs: Any,
+    method: str,
+    host_inputs: frozenset[int] | None,
+    tensor_alone: bool,
+) -> None:
+    """0007's check where the bindings convert each input, in their order, up to the first
+    input they refuse themselves: a CUDA tensor for an input that the method reads in host
+    memory (every input, where `host_inputs` is None: a program the guard cannot read).
+    Before 1.5.0 the bindings take a tensor on any device, which the method reads on the host:
+    those raise too. The bindings take a list, a tuple or another sequence, and, where
+    `tensor_alone`, a tensor as one input; anything else they refuse with their own error."""
+    if tensor_alone and type(inputs) is torch.Tensor:
+        values: Sequence[Any] = (inputs,)
+    elif isinstance(inputs, (list, tuple)):
+        values = inputs
+    elif isinstance(inputs, Sequence) and not isinstance(inputs, (str, bytes)):
+        try:
+            values = tuple(inputs)
+        except Exception:  # the bindings' to refuse
+            return
+    else:
+        return
+    for index, value in enumerate(values):
+        if type(value) is not torch.Tensor:  # exactly, as the bindings take it
+            if value is None or isinstance(value, (int, float)):
+                continue
+            return
+        if value.layout != torch.strided:  # the bindings' to refuse
+            return
+        if not value.is_contiguous() and not (
+            value.dim() == 4 and value.is_contiguous(memory_format=torch.channels_last)
+        ):
+            return
+        device = value.untyped_storage().device
+        if device.type == "cpu" or value.numel() == 0:
+            continue
+        if device.type == "cuda":
+            refused = host_inputs is None or index in host_inputs
+        elif _BINDINGS_REFUSE_OTHER_DEVICES:
+            return
+        else:
+            refused = True
+        if refused:
+            raise RuntimeError(
+                host_read_message(
+                    f"Input {index} of method {method!r}",
+                    value.shape,
+                    value.dtype,
+                    device,
+                    what_to_do(
+                        device, RUNTIME_INPUT if device.type == "cuda" else HOST_TENSORS
+                    ),
+                )
+            )
+
+
+def check_host_tensor(tensor: torch.Tensor, subject: str, *names: object) -> None:
+    """The follow-ups' check where ExecuTorch's bindings copy a tensor's bytes on the host:
+    their RuntimeError for one elsewhere; an empty one has no bytes to copy. `subject` is a
+    format string of `names`, filled only when raising."""
+    device = tensor.untyped_storage().device
+    if device.type != "cpu" and tensor.numel() != 0:
+        raise RuntimeError(
+            host_read_message(
+                subject.format(*names),
+                tensor.shape,
+                tensor.dtype,
+                device,
+                what_to_do(device, HOST_TENSORS),
+            )
+        )
