@@ -62,7 +62,8 @@ class Patch(NamedTuple):
     @property
     def built(self) -> bool:
         """Whether it changes C++, which the wheel ships built: a patched copy of the wheel
-        lacks that change, so its tests run only against the package, which makes it."""
+        lacks that change, so here its tests run against the package, which makes it;
+        source_build.py builds it and runs them against the build (RESULTS.md)."""
         return any(
             fnmatch.fnmatch(file.path, pattern)
             for file in self.diff

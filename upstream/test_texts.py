@@ -41,3 +41,27 @@ def test_sizes() -> None:
             if file.is_added_file and patches.is_code(file):
                 found.append(f"{file.path}: a new module, which no check here types")
     assert not found
+
+
+def test_issue_texts() -> None:
+    """A follow-up that could not be built and tested here is an issue text instead of a
+    patch: a title, the reproducer, what users see, the fix in words, within a PR text's
+    limits; its patch is gone from followup/."""
+    found = []
+    for path in sorted((series.SERIES / "issues").glob("*.md")):
+        text = path.read_text()
+        title = text.splitlines()[0]
+        if not title.startswith("# ") or len(title) - 2 > MAX_SUBJECT:
+            found.append(f"{path.name}: title {title!r}")
+        if len(text.split()) > MAX_WORDS:
+            found.append(f"{path.name}: {len(text.split())} words")
+        for section in (
+            "### Repro",
+            "### What users see today",
+            "### What the fix would do",
+        ):
+            if section not in text:
+                found.append(f"{path.name}: no {section!r}")
+        if any(series.FOLLOWUP.glob(f"[0-9][0-9][0-9][0-9]-{path.stem}.patch")):
+            found.append(f"{path.name}: its patch is still in followup/")
+    assert not found
