@@ -38,28 +38,28 @@ def _device_keys() -> tuple[str, ...]:
     return tuple(found)
 
 
-# Memory the host does not read. The follow-up registers the host kernels for CPU alone, so
-# that torch refuses every other key; the guard gives each of these that would reach the host
-# kernel a kernel that refuses.
+# Memory the host does not read: each of these keys that would reach ExecuTorch's host kernel
+# gets a kernel that refuses, as torch refuses a key for which an operator has no kernel.
 DEVICE_KEYS = _device_keys()
 
 
 def device_kernels(qualname: str) -> torch.library.Library | None:
     """A library that gives each overload of the operator, for each of DEVICE_KEYS without a
-    kernel of its own, one that raises where the follow-up's torch refuses the call: the
-    follow-up registers the host kernels for CPU alone, not for every device. None where
-    ExecuTorch already does so.
+    kernel of its own, one that raises as torch does for an operator registered for the host
+    alone: ExecuTorch registers its host kernels for every device (CompositeExplicitAutograd),
+    where they read device memory as host memory. None where ExecuTorch registers them for the
+    host alone, so that torch refuses other devices itself.
 
-    A `.out` overload without a Meta kernel gets a refusal for Meta too, as in the follow-up:
-    ExecuTorch's kernel would run on no data (abort or SIGSEGV). Functional overloads are left
-    alone there: a fake kernel may be registered later, and before torch 2.13 register_fake
-    refuses an operator with a Meta kernel. Of those, only preprocess::tile_crop lacks one in
-    the supported releases (op_tile_crop_aot.py registers it when imported); without it,
-    tile_crop still crashes on meta where the follow-up raises: the one difference.
+    A `.out` overload without a Meta kernel gets a refusal for Meta too: ExecuTorch's kernel
+    would run on no data (abort or SIGSEGV). Functional overloads are left alone there: a fake
+    kernel may be registered later, and before torch 2.13 register_fake refuses an operator
+    with a Meta kernel. Of those, only preprocess::tile_crop lacks one in the supported releases
+    (op_tile_crop_aot.py registers it when imported); without it, tile_crop on meta still
+    crashes.
 
-    Unlike the follow-up, these kernels make _dispatch_has_kernel_for_dispatch_key(overload,
-    "CUDA") true; a real CUDA kernel registered later (in C++, or from Python from torch 2.13)
-    replaces them, with torch's warning. Before torch 2.13, register_fake of a `.out` overload
+    These kernels make _dispatch_has_kernel_for_dispatch_key(overload, "CUDA") true; a real
+    CUDA kernel registered later (in C++, or from Python from torch 2.13) replaces them, with
+    torch's warning. Before torch 2.13, register_fake of a `.out` overload
     after the guard's Meta refusal is refused; ExecuTorch registers none."""
     namespace = qualname.split("::")[0]
     overloads = [

@@ -50,7 +50,7 @@ def training_inputs(
     original: Original, self: Any, method_name: Any, inputs: Any
 ) -> Any:
     """TrainingModule.forward_backward, which runs the method on its inputs through the
-    bindings' run_method: 0007's check of the inputs, as for executorch.runtime."""
+    bindings' run_method: its inputs checked as executorch.runtime's are."""
     plans = _module_plans.get(self)
     host_inputs = None if plans is None else plans.get(method_name)
     check_inputs(inputs, str(method_name), host_inputs, tensor_alone=False)
@@ -58,7 +58,7 @@ def training_inputs(
 
 
 def _check_named_tensors(kind: str, tensors: Any) -> None:
-    """The follow-up's check of the optimizer's tensors, in the dict's order, once the bindings
+    """Checks the optimizer's tensors, in the dict's order, once the bindings
     have taken them as names and tensors (anything else keeps their error)."""
     if isinstance(tensors, dict) and all(
         isinstance(name, str) and isinstance(tensor, torch.Tensor)
