@@ -13,9 +13,7 @@ import os
 import random
 import re
 import struct
-import tempfile
 import unittest
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -23,10 +21,10 @@ from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
     XnnpackPartitioner,
 )
 from executorch.exir import to_edge_transform_and_lower
-from executorch_device_guard._program_plan import input_plans, read_program
+from executorch_device_guard._program_plan import input_plans
 from executorch_device_guard._runtime_sites import plans_of
 from guard import RELEASE, guard_set
-from models import Add, device_inputs_program, host_program, linear
+from models import Add, device_inputs_program, host_program
 from parts import not_here
 from simulated_device import simulate_device, simulated_is_cpu
 from torch.export import export
@@ -64,19 +62,6 @@ class TestProgramPlan(unittest.TestCase):
         renamed = buffer[: at - 4] + cuda + buffer[at + len("XnnpackBackend") :]
         expected = set() if RELEASE < (1, 4) else {0, 1}
         self.assertEqual(input_plans(renamed), {"forward": expected})
-
-    def test_a_file_is_read_without_its_segments(self) -> None:
-        """A program's constants lie in segments after its flatbuffer, which holds the
-        plans: the guard reads the flatbuffer alone."""
-        edge = to_edge_transform_and_lower(export(linear(), (torch.ones(2, 4),)))
-        buffer = edge.to_executorch().buffer
-        with tempfile.TemporaryDirectory() as tmp:
-            (path := Path(tmp, "linear.pte")).write_bytes(buffer)
-            read = read_program(path)
-        self.assertLess(len(read), len(buffer))
-        self.assertEqual(read, buffer[: len(read)])
-        self.assertEqual(input_plans(read), input_plans(buffer))
-        self.assertEqual(input_plans(read), {"forward": {0}})
 
 
 def corrupted(program: bytes, count: int) -> dict[str, bytes]:
@@ -156,11 +141,18 @@ class TestUnreadablePrograms(unittest.TestCase):
                 # Unverified, ExecuTorch reads a truncated program past its end: what it finds
                 # there, not the program, decides how it ends, and differs from one process's
                 # memory to another's.
-                if name.startswith("truncated") and verification == Verification.Minimal:
+                if (
+                    name.startswith("truncated")
+                    and verification == Verification.Minimal
+                ):
                     continue
                 for device in (False, True):
                     with self.subTest(name, verification=verification, device=device):
                         on = ending(program, verification, True, device)
                         off = ending(program, verification, False, device)
-                        if not (off.startswith("signal") or device and on.startswith(refused)):
+                        if not (
+                            off.startswith("signal")
+                            or device
+                            and on.startswith(refused)
+                        ):
                             self.assertEqual(on, off)
