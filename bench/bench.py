@@ -89,7 +89,7 @@ class Meter:
         def metered(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
             return self.add(wrapper)(self.add(original, -1), *args, **kwargs)
 
-        metered.__wrapped__ = wrapper  # type: ignore[attr-defined]  # _patch reads its parameters
+        metered.__wrapped__ = wrapper  # type: ignore[attr-defined]  # _wrapping reads its parameters
         return metered
 
 
@@ -210,7 +210,7 @@ class Paired:
 
 def execute_options(method: Any, original: Callable[..., Any]) -> dict[str, Any]:
     """The ways of checking a call's inputs that were weighed, each as an execute of `method`
-    (loaded unguarded): _patch's wrapping of Method.execute (two Python calls a call) with
+    (loaded unguarded): _wrapping's wrapping of Method.execute (two Python calls a call) with
     f8934a6's storage test of each input, or with this code's is_cpu test; and this code's
     checked execute calling ExecuTorch's Method.execute (one more call) instead of the
     bindings."""
@@ -333,6 +333,77 @@ def execute_rows() -> list[list[str]]:
     return rows
 
 
+def load_rows() -> list[list[str]]:
+    """What the guard adds to loading a program (Runtime.load_program, guard off), of a small
+    program and of one with 64 MiB of constants, from a file and from bytes: at load, a file's
+    mapping (bytes: nothing); at the first load_method, reading the plans, next to that
+    load_method; and, for the record, reading the plans at load instead. ROUNDS // 20 rounds,
+    medians and ranges."""
+    import tempfile
+    from pathlib import Path
+
+    import torch
+    from executorch.exir import to_edge_transform_and_lower
+    from executorch.runtime import Runtime
+
+    from executorch_device_guard._runtime_sites import mapped, plans_of
+
+    uninstall()
+    rows = []
+    for name, layers in (("x + y", 0), ("16 x Linear(1024, 1024)", 16)):
+        model = torch.nn.Sequential(
+            *(torch.nn.Linear(1024, 1024) for _ in range(layers))
+        )
+        example = (torch.randn(1, 1024),)
+        edge = to_edge_transform_and_lower(torch.export.export(model.eval(), example))
+        buffer = edge.to_executorch().buffer
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder, "program.pte")
+            path.write_bytes(buffer)
+            for source, data in (("file", str(path)), ("bytes", buffer)):
+                times: dict[str, list[float]] = {}
+                for _ in range(ROUNDS // 20):
+                    clock = [time.perf_counter()]
+                    program = Runtime.get().load_program(data)
+                    clock.append(time.perf_counter())
+                    held = mapped(data) if source == "file" else program._data
+                    clock.append(time.perf_counter())
+                    program.load_method("forward")
+                    clock.append(time.perf_counter())
+                    plans_of(held)
+                    clock.append(time.perf_counter())
+                    steps = ("load", "mapping", "method", "plans")
+                    for key, before, after in zip(steps, clock, clock[1:]):
+                        times.setdefault(key, []).append((after - before) * 1e6)
+                    del program, held
+                size = f"{name} ({len(buffer) >> 10} KiB), from {source}"
+                for what, ours, theirs in (
+                    (
+                        "at load: the file's mapping (bytes: the Program's)",
+                        "mapping",
+                        "load",
+                    ),
+                    ("at the first load_method: the plans", "plans", "method"),
+                    ("the plans read at load instead", "plans", "load"),
+                ):
+                    share = median(times[ours]) / median(times[theirs])
+                    rows.append(
+                        [
+                            f"{size}, {what}",
+                            f"{median(times[ours]):.1f} us",
+                            f"{median(times[theirs]):.1f} us ({theirs})",
+                            f"{share:.1%}",
+                            f"{min(times[ours]):.1f} .. {max(times[ours]):.1f} us; "
+                            f"{theirs} {min(times[theirs]):.1f} .. {max(times[theirs]):.1f} us",
+                            "-",
+                            "< 10%",
+                            "yes" if share < 0.1 else "no",
+                        ]
+                    )
+    install()
+    return rows
+
+
 def print_table(
     rows: list[list[str]], footer: str, headers: tuple[str, ...] = HEADERS
 ) -> None:
@@ -398,14 +469,14 @@ def main() -> None:
     started = time.perf_counter()
     rounds = f"{ROUNDS} rounds of {BATCH} calls a side"
     if sys.argv[1:2] == ["execute"]:
-        execute = execute_rows()
+        execute = execute_rows() + load_rows()
         print_table(
             execute, f"{rounds}, {time.perf_counter() - started:.0f} s", EXECUTE_HEADERS
         )
         return
     rows = start_rows()
     rows += Paired([], PAIRS).rows("first `import executorch.exir`")
-    execute = execute_rows()
+    execute = execute_rows() + load_rows()
     for kind, title, pairs in (
         ("to_executorch", "to_executorch()", PAIRS),
         ("xnnpack", "XNNPACK lowering + to_executorch()", XNNPACK_PAIRS),

@@ -5,7 +5,7 @@
 # LICENSE file in the root directory of this source tree.
 
 """ExecuTorch's LLM extensions: the kernels that refuse device tensors for its custom ops
-(_patch's Operator rows), and the wrappers of the LLM runner's input functions, which copy a
+(the site table's Operator rows), and the wrappers of the LLM runner's input functions, which copy a
 tensor's bytes on the host. Loads no exporter: an LLM app imports only the runner.
 """
 

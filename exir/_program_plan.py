@@ -5,7 +5,7 @@
 # LICENSE file in the root directory of this source tree.
 
 """Which inputs each method of a program reads in host memory, read from the program that
-ExecuTorch loaded, once, when it loads it.
+ExecuTorch loaded: its bytes, or its file as mapped when ExecuTorch loaded it.
 
 The runtime reads an input in the memory that the program gives it: the device of its
 ExtraTensorInfo (programs before executorch 1.3.0 have none: host memory). Before 1.4.0 no
@@ -19,7 +19,7 @@ own reader, deserialize_pte_binary, converts the whole program to JSON with the 
 a subprocess, and its generated classes came in 1.2.0.
 """
 
-import os
+import mmap
 from collections.abc import Iterator
 
 from flatbuffers import encode, number_types, packer
@@ -40,21 +40,6 @@ DEVICE_TYPE = 10  # ExtraTensorInfo
 TENSOR, CPU = 5, 0  # KernelTypes.Tensor, DeviceType.CPU
 CUDA_BACKEND = "CudaBackend"
 CUDA_BACKEND_TAKES_DEVICE_INPUTS = _release.before("1.4.0")
-# The .pte extended header (exir/_serialize/_program.py, _ExtendedHeader) after the
-# flatbuffer's root offset and file identifier: magic, length, then the flatbuffer's size.
-HEADER_AT, HEADER_MAGIC, HEADER_END = 8, b"eh00", 24
-
-
-def read_program(path: str | os.PathLike[str]) -> bytes:
-    """The flatbuffer of the .pte file at `path`, without the segments that follow it (the
-    constants, the delegates' blobs): what the plans are read from, read once, when ExecuTorch
-    loads the file, so that the file may change or go afterwards."""
-    with open(path, "rb") as file:
-        head = file.read(HEADER_END)
-        if head[HEADER_AT : HEADER_AT + 4] != HEADER_MAGIC:
-            return head + file.read()
-        size = int.from_bytes(head[HEADER_AT + 8 : HEADER_END], "little")
-        return head + file.read(max(size - len(head), 0))
 
 
 def _vector(table: Table, slot: int) -> tuple[int, int]:
@@ -112,7 +97,7 @@ def _host_inputs(plan: Table) -> frozenset[int]:
     return frozenset(found)
 
 
-def input_plans(data: bytes) -> Plans:
+def input_plans(data: bytes | mmap.mmap) -> Plans:
     """Each method of the program `data` by name, with the inputs it reads in host memory.
     Raises whatever a program it cannot read makes the flatbuffer reader raise (struct.error,
     UnicodeDecodeError, IndexError, ValueError...): the caller decides what that means."""

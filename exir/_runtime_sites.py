@@ -6,11 +6,12 @@
 
 """The wrappers of executorch.runtime (the site table's rows for Runtime.load_program and
 Program.load_method), and the check of a method's inputs that training shares: a tensor in
-device memory for an input that the method reads on the host is refused with a RuntimeError
-naming the input, before the bindings read it as host memory (SIGSEGV).
+device memory for an input that the method reads on the host is refused with a RuntimeError naming it,
+before the bindings read it as host memory (SIGSEGV).
 
-Which inputs a method reads on the host is read from the program that ExecuTorch loaded,
-once, as it loads it (_program_plan); a program that the guard cannot read runs as
+Which inputs a method reads on the host is read from the program that ExecuTorch loaded (its
+bytes, or its file mapped as ExecuTorch loads it), once, with its first method (_program_plan);
+a program that the guard cannot read runs as
 ExecuTorch alone runs it, but for device inputs, which are refused: host memory is the safe
 assumption. Each Method that a guarded Program loads gets its own execute, which checks the
 inputs and calls the bindings as ExecuTorch's does: a call of host tensors costs one device
@@ -18,6 +19,7 @@ test an input and nothing more (bench/RESULTS.md). Imported once executorch.runt
 torch is loaded.
 """
 
+import mmap
 import os
 import types
 import weakref
@@ -28,12 +30,16 @@ import torch
 
 from . import _release
 from ._host_read import HOST_TENSORS, RUNTIME_INPUT, host_read_message, what_to_do
-from ._program_plan import Plans, input_plans, read_program
+from ._program_plan import Plans, input_plans
 
 Original = Callable[..., Any]
 
-# executorch.runtime's programs loaded while the guard was on, each with its methods' plans;
-# None for a program that the guard cannot read. Weak: ExecuTorch's objects live as they would.
+# executorch.runtime's programs loaded while the guard was on: each with its bytes or its file's
+# mapping until its first method is loaded, then with its methods' plans (None for a program
+# that the guard cannot read). Weak: ExecuTorch's objects live as they would.
+_program_sources: "weakref.WeakKeyDictionary[Any, bytes | mmap.mmap | None]" = (
+    weakref.WeakKeyDictionary()
+)
 _program_plans: "weakref.WeakKeyDictionary[Any, Plans | None]" = (
     weakref.WeakKeyDictionary()
 )
@@ -41,13 +47,23 @@ _program_plans: "weakref.WeakKeyDictionary[Any, Plans | None]" = (
 _BINDINGS_REFUSE_OTHER_DEVICES = not _release.before("1.5.0")
 
 
-def plans_of(source: Any) -> Plans | None:
-    """The plans of the program that ExecuTorch loaded from `source`, a path (read now, once)
-    or the bytes that it holds; None where the guard cannot read them, whatever the reading
-    raised: ExecuTorch's own errors are the ones a user gets."""
+def mapped(path: Any) -> mmap.mmap | None:
+    """The file at `path` mapped as it is now, as ExecuTorch maps it when it loads it: deleted
+    or replaced afterwards, the mapping still holds the program that was loaded. None where it
+    cannot be mapped (gone already, or empty): ExecuTorch's to say what that means."""
     try:
-        if isinstance(source, (str, os.PathLike)):
-            source = read_program(source)
+        with open(path, "rb") as file:
+            return mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+
+
+def plans_of(source: bytes | mmap.mmap | None) -> Plans | None:
+    """The plans of the program in `source`; None where the guard cannot read them, whatever the
+    reading raised: ExecuTorch's own errors are the ones a user gets."""
+    if source is None:
+        return None
+    try:
         return input_plans(source)
     except Exception:
         return None
@@ -56,11 +72,12 @@ def plans_of(source: Any) -> Plans | None:
 def runtime_program(
     original: Original, self: Any, data: Any, *args: Any, **kwargs: Any
 ) -> Any:
-    """Reads the plans of the program that ExecuTorch has just loaded: from the bytes that the
-    Program holds, or from its file, read once now."""
+    """Keeps the program that ExecuTorch has just loaded: the bytes that the Program holds, or
+    its file, mapped now. Reading its plans waits for its first method (loading a program
+    costs less than reading them: bench/RESULTS.md)."""
     program = original(self, data, *args, **kwargs)
     path = isinstance(data, (str, os.PathLike))
-    _program_plans[program] = plans_of(data if path else program._data)
+    _program_sources[program] = mapped(data) if path else program._data
     return program
 
 
@@ -84,6 +101,8 @@ def runtime_method(original: Original, self: Any, name: str) -> Any:
     """Gives the Method, once, an execute that checks its inputs against its plan, unless the
     plan leaves nothing to refuse."""
     method = original(self, name)
+    if self in _program_sources and self not in _program_plans:
+        _program_plans[self] = plans_of(_program_sources.pop(self))
     if self in _program_plans and "execute" not in vars(method):
         plans = _program_plans[self]
         host_inputs = None if plans is None else plans.get(name)

@@ -8,8 +8,8 @@
 memory on the host, and TrainingModule.forward_backward, whose bindings read a program's
 inputs in host memory unless the program plans them on a device.
 
-A TrainingModule's plans are read from the program that its loader loaded, once, as it loads
-it; one built otherwise, or from a program that the guard cannot read, is taken to read every
+A TrainingModule's plans are read from the program that its loader loaded (its bytes, or its
+file mapped as it loads it), once, as it loads it; one built otherwise, or from a program that the guard cannot read, is taken to read every
 input on the host, the safe assumption. The plans are kept by the TrainingModule, a Python
 object, since the bindings' module that it holds takes no weak reference.
 """
@@ -22,7 +22,7 @@ import torch
 
 from ._host_read import HOST_TENSORS, refuse_off_host
 from ._program_plan import Plans
-from ._runtime_sites import check_inputs, plans_of
+from ._runtime_sites import check_inputs, mapped, plans_of
 
 Original = Callable[..., Any]
 
@@ -33,9 +33,9 @@ _module_plans: "weakref.WeakKeyDictionary[Any, Plans | None]" = (
 
 
 def training_program(original: Original, path: Any) -> Any:
-    """_load_for_executorch_for_training: the plans of the file it loaded, read once now."""
+    """_load_for_executorch_for_training: the plans of the file it loaded, mapped now."""
     module = original(path)
-    _module_plans[module] = plans_of(path)
+    _module_plans[module] = plans_of(mapped(path))
     return module
 
 

@@ -383,7 +383,7 @@ class TestState(unittest.TestCase):
     def test_an_operator_registered_for_the_cpu_alone_is_skipped_without_a_warning(
         self,
     ) -> None:
-        """As the follow-up registers ExecuTorch's: torch refuses other devices itself."""
+        """As torch refuses other devices for an operator registered for the host alone."""
         library = torch.library.Library("device_guard_test", "FRAGMENT")  # type: ignore[no-untyped-call]
         self.addCleanup(library._destroy)
         library.define("host_only(Tensor x) -> Tensor")
