@@ -417,15 +417,20 @@ class TestState(unittest.TestCase):
                 for key in keys
             ]
 
-        self.assertEqual(kernels(), [False] * 7)
+        count = 2 * len(_llm_sites.DEVICE_KEYS) + 1
+        self.assertEqual(kernels(), [False] * count)
         guard.install()
         guard.install()
-        self.assertEqual(kernels(), [True] * 7)
+        installed = kernels()
+        cuda = _llm_sites.DEVICE_KEYS.index("CUDA")
+        self.assertEqual(
+            (installed[cuda], installed[-1]), (True, True)
+        )  # CUDA, .out's Meta
         self.assertIn(
             f"{_site_table.CUSTOM_OPS}.llama::custom_sdpa", guard.status().patched
         )
         guard.uninstall()
-        self.assertEqual(kernels(), [False] * 7)
+        self.assertEqual(kernels(), [False] * count)
 
 
 class TestInstalls(unittest.TestCase):
