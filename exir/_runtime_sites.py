@@ -10,13 +10,12 @@ device memory for an input that the method reads on the host is refused with a R
 before the bindings read it as host memory (SIGSEGV).
 
 Which inputs a method reads on the host is read from the program that ExecuTorch loaded (its
-bytes, or its file mapped as ExecuTorch loads it), once, with its first method (_program_plan);
-a program that the guard cannot read runs as
-ExecuTorch alone runs it, but for device inputs, which are refused: host memory is the safe
-assumption. Each Method that a guarded Program loads gets its own execute, which checks the
-inputs and calls the bindings as ExecuTorch's does: a call of host tensors costs one device
-test an input and nothing more (bench/RESULTS.md). Imported once executorch.runtime is, so
-torch is loaded.
+bytes, or its file mapped as ExecuTorch loads it), once, with its first method (_program_plan).
+A program that the guard cannot read runs as ExecuTorch alone runs it, but for device inputs,
+which are refused: host memory is the safe assumption. Each Method that a guarded Program loads
+gets its own execute, which checks the inputs and calls the bindings as ExecuTorch's does: a
+call of host tensors costs one device test an input and nothing more (bench/RESULTS.md). It
+stays on the Method after uninstall(). Imported once executorch.runtime is, so torch is loaded.
 """
 
 import mmap

@@ -50,10 +50,12 @@ def training_inputs(
     original: Original, self: Any, method_name: Any, inputs: Any
 ) -> Any:
     """TrainingModule.forward_backward, which runs the method on its inputs through the
-    bindings' run_method: its inputs checked as executorch.runtime's are."""
-    plans = _module_plans.get(self)
-    host_inputs = None if plans is None else plans.get(method_name)
-    check_inputs(inputs, str(method_name), host_inputs, tensor_alone=False)
+    bindings' run_method: its inputs checked as executorch.runtime's are (a name that
+    is not a string is the bindings' to refuse)."""
+    if isinstance(method_name, str):
+        plans = _module_plans.get(self)
+        host_inputs = None if plans is None else plans.get(method_name)
+        check_inputs(inputs, method_name, host_inputs, tensor_alone=False)
     return original(self, method_name, inputs)
 
 

@@ -20,6 +20,7 @@ import re
 import tempfile
 import traceback
 import unittest
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -589,6 +590,18 @@ class TestLowering(unittest.TestCase):
                 )
 
 
+def installed_both_ways() -> Iterator[None]:
+    """The guard installed as the test process's start left it, if it did, when ExecuTorch's
+    modules were imported; then installed again after them, where a package's names were bound
+    to the functions it re-exports, unguarded."""
+    for reinstalled in (False, True):
+        if reinstalled:
+            with guard_set(False):
+                pass
+        with guard_set(True):
+            yield
+
+
 class TestBindings(unittest.TestCase):
     """The LLM runner's and training's bindings, which copy tensor bytes in C++: simulated
     device memory does not reach them (they read the real host storage), meta does, and so
@@ -618,18 +631,14 @@ class TestBindings(unittest.TestCase):
         from executorch.extension.llm import runner
         from executorch.extension.llm.runner import _llm_runner
 
-        for installed_after_import in (False, True):
-            if installed_after_import:
-                with guard_set(False):
-                    pass
-            with guard_set(True):
-                for module in (runner, _llm_runner):
-                    for function, (argument, tensor) in llm_inputs().items():
-                        with self.assertRaisesRegex(
-                            RuntimeError,
-                            f"^{function}'s argument '{argument}' .*{ON_META}$",
-                        ):
-                            getattr(module, function)(tensor.to("meta"))
+        for _ in installed_both_ways():
+            for module in (runner, _llm_runner):
+                for function, (argument, tensor) in llm_inputs().items():
+                    with self.assertRaisesRegex(
+                        RuntimeError,
+                        f"^{function}'s argument '{argument}' .*{ON_META}$",
+                    ):
+                        getattr(module, function)(tensor.to("meta"))
 
     @unittest.skipIf(TRAINING is not None, str(TRAINING))
     def test_sgd_raises_by_every_name_whatever_the_import_order(self) -> None:
@@ -637,16 +646,12 @@ class TestBindings(unittest.TestCase):
         from executorch.extension.training.pybindings import _training_lib
 
         meta = torch.ones(2, 3, device="meta")
-        for installed_after_import in (False, True):
-            if installed_after_import:
-                with guard_set(False):
-                    pass
-            with guard_set(True):
-                for module in (training, _training_lib):
-                    with self.assertRaisesRegex(
-                        RuntimeError, f"^Parameter 'w' .*{ON_META}$"
-                    ):
-                        module.get_sgd_optimizer({"w": meta})
+        for _ in installed_both_ways():
+            for module in (training, _training_lib):
+                with self.assertRaisesRegex(
+                    RuntimeError, f"^Parameter 'w' .*{ON_META}$"
+                ):
+                    module.get_sgd_optimizer({"w": meta})
 
     @unittest.skipIf(TRAINING is not None, str(TRAINING))
     def test_forward_backward_refuses_device_inputs_that_the_program_reads_on_the_host(

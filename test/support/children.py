@@ -230,7 +230,7 @@ def cuda_portable() -> None:
 
 
 def cuda_delegated(backend: str) -> None:
-    """The same, lowered to XNNPACK or Vulkan, as the follow-ups' repros do."""
+    """The same, lowered to XNNPACK or Vulkan."""
     import torch
     from executorch.backends.vulkan.partitioner.vulkan_partitioner import (
         VulkanPartitioner,
