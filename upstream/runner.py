@@ -88,7 +88,12 @@ def environment(guard: bool, site: Path) -> dict[str, str]:
 
 
 def pytest_job(
-    tree: Path, tests: Sequence[str], out: Path, guard: bool = False, workers: int = 1
+    tree: Path,
+    tests: Sequence[str],
+    out: Path,
+    guard: bool = False,
+    workers: int = 1,
+    deselect: Sequence[str] = (),
 ) -> Job:
     """pytest on `tests`, relative to `tree`, an executorch folder, its JUnit OUT.xml: no ini
     file, importlib's import mode (upstream's test files share basenames)."""
@@ -99,6 +104,8 @@ def pytest_job(
     args.append(f"--junitxml={out}.xml")
     for test in tests:
         args.append(str(tree / test))
+    for test in deselect:
+        args += ["--deselect", test]  # a node ID, relative to the rootdir, `tree`
     return Job(tree.parent, args, out.name, guard)
 
 

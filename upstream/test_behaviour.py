@@ -38,13 +38,21 @@ def on_patched(patched: Path, workdir: Path, workers: int) -> dict[str, Run]:
     return run_jobs(jobs, workers, workdir)
 
 
+# Tests of how a follow-up makes its change rather than of what a user sees, which the package
+# reaches another way: 0008 registers the custom ops' host kernels for the CPU alone, the
+# package gives each device key a kernel that refuses (the same NotImplementedError).
+HOW_NOT_WHAT = (
+    "extension/llm/custom_ops/test_update_cache.py::UpdateCacheDeviceTest::test_host_kernels_are_registered_for_cpu_only",
+)
+
+
 @pytest.fixture(scope="session")
 def against(
     pytestconfig: pytest.Config, root: Path, workdir: Path, workers: int
 ) -> dict[str, Run]:
     """The series' test files alone applied to a copy of the installed release, each run
-    guarded: the probe, those tests (but those of --leave-out's patches) and the package's
-    messages."""
+    guarded: the probe, those tests (but those of --leave-out's patches, and HOW_NOT_WHAT) and
+    the package's messages."""
     found = patches.read()
     paths = [patch.path for patch in found.patches]
     left_out = pytestconfig.getoption("leave_out")
@@ -59,7 +67,9 @@ def against(
         pytest.skip(f"the series' test files do not apply to this release's: {error}")
     jobs = {
         "probe": Job(tree.parent, PROBE, "probe-on", True),
-        "series": pytest_job(tree, tests, workdir / "series-on", guard=True),
+        "series": pytest_job(
+            tree, tests, workdir / "series-on", guard=True, deselect=HOW_NOT_WHAT
+        ),
         "messages": Job(tree.parent, MESSAGES, "messages-package", True),
     }
     return run_jobs(jobs, workers, workdir)
