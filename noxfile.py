@@ -112,7 +112,7 @@ def mutations(session: nox.Session) -> None:
     pytest = ("python", "-m", "pytest", "-p", "no:cacheprovider", "-q")
     tests = ("-m", "wrappers")
     session.run(*pytest, *tests)
-    code = "from executorch_device_guard._site_table import SITES, Site; print(*dict.fromkeys(s.wrapper for s in SITES if isinstance(s, Site)))"
+    code = "from executorch_device_guard._site_table import WRAPPERS; print(*WRAPPERS)"
     names = session.run("python", "-c", code, silent=True, stderr=subprocess.DEVNULL)
     for name in names.split():
         session.log(f"MUTANT={name}")

@@ -95,13 +95,13 @@ class Meter:
 
 def meter_sites(meter: Meter) -> None:
     """Each site's wrapper metered, where the guard is on; after ExecuTorch is imported."""
-    from executorch_device_guard._site_table import SITES, Site
+    from executorch_device_guard._site_table import WRAPPERS
+    from executorch_device_guard._wrapping import wrapper_home
 
     if status().installed:
         uninstall()
-        for name in dict.fromkeys(s.wrapper for s in SITES if isinstance(s, Site)):
-            module, _, function = name.rpartition(".")
-            wrappers = importlib.import_module(f"executorch_device_guard.{module}")
+        for name in WRAPPERS:
+            wrappers, function = wrapper_home(name)
             setattr(wrappers, function, meter.own(getattr(wrappers, function)))
         install()
 

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 from . import _release
 from ._hook import ENV_VAR
 from ._site_table import MODULES, SITES
-from ._wrapping import HOST_ONLY
+from ._wrapping import HOST_ONLY, site_name
 
 SIGSEGV = -11
 OLDEST = "1.0.0"  # the oldest executorch release that the guard supports
@@ -180,7 +180,7 @@ def flatc_answer(failure: str) -> str | None:
 def unexpected_skips(skipped: dict[str, str]) -> list[str]:
     """The skipped sites that the release has: neither added after it nor an operator that
     ExecuTorch registers for the CPU alone (it refuses other devices itself)."""
-    since = {f"{site.module}.{site.qualname}": site.since for site in SITES}
+    since = {site_name(site): site.since for site in SITES}
     return [
         name
         for name, why in skipped.items()

@@ -203,3 +203,7 @@ SITES: tuple[Site | Operator, ...] = (
     ),
 )
 MODULES = frozenset(site.module for site in SITES)
+# Each wrapper once, by the name the table gives it.
+WRAPPERS = tuple(
+    dict.fromkeys(site.wrapper for site in SITES if isinstance(site, Site))
+)

@@ -49,10 +49,16 @@ def site_name(site: Site | Operator) -> str:
     return f"{site.module}.{site.qualname}"
 
 
+def wrapper_home(name: str) -> tuple[ModuleType, str]:
+    """The module of this package that holds the wrapper `name` ("area module.function", as the
+    site table names it), imported now, and the function's name there."""
+    module, _, function = name.rpartition(".")
+    return importlib.import_module(f"{__package__}.{module}"), function
+
+
 def wrapper(site: Site) -> Callable[..., Any]:
-    """The guard's function that wraps `site`, imported now."""
-    module, _, function = site.wrapper.rpartition(".")
-    wrappers = importlib.import_module(f"{__package__}.{module}")
+    """The guard's function that wraps `site`."""
+    wrappers, function = wrapper_home(site.wrapper)
     found: Callable[..., Any] = getattr(wrappers, function)
     return found
 

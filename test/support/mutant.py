@@ -9,7 +9,6 @@ table's `wrapper`, such as "_export_sites.emitter_constant"), that wrapper calls
 and nothing else, in this process's guard."""
 
 import functools
-import importlib
 import os
 from typing import Any
 
@@ -18,12 +17,12 @@ def pytest_configure() -> None:
     import executorch.exir  # noqa: F401  # before the wrappers, whose import would patch it
 
     import executorch_device_guard as guard
+    from executorch_device_guard._wrapping import wrapper_home
 
     def passthrough(original: Any, *args: Any, **kwargs: Any) -> Any:
         return original(*args, **kwargs)
 
-    module, _, name = os.environ["MUTANT"].rpartition(".")
-    wrappers = importlib.import_module(f"executorch_device_guard.{module}")
+    wrappers, name = wrapper_home(os.environ["MUTANT"])
     setattr(wrappers, name, functools.wraps(getattr(wrappers, name))(passthrough))
     guard.uninstall()
     guard.install()
